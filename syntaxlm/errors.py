@@ -1,0 +1,73 @@
+"""Typed errors. Every failure caused by user input names where it happened and what was expected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class SyntaxlmError(Exception):
+    """Base class of every error syntaxlm raises on purpose."""
+
+
+class InputFormatError(SyntaxlmError, ValueError):
+    """A file (or string) does not follow its format.
+
+    The message reads like a compiler's: ``path:line:column: what is wrong; expected ...``.
+    ``line`` and ``column`` are 1-based; ``sentence`` is the 0-based index of the tree or
+    sentence in its file, when known.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        sentence: int | None = None,
+        expected: str | None = None,
+    ):
+        self.problem = problem
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.column = column
+        self.sentence = sentence
+        self.expected = expected
+        super().__init__(self._render())
+
+    @property
+    def location(self) -> str:
+        parts = [self.path or "<input>"]
+        if self.line is not None:
+            parts.append(str(self.line))
+            if self.column is not None:
+                parts.append(str(self.column))
+        return ":".join(parts)
+
+    def _render(self) -> str:
+        text = f"{self.location}: {self.problem}"
+        if self.expected:
+            text += f"; expected {self.expected}"
+        if self.sentence is not None:
+            text += f" (sentence {self.sentence})"
+        return text
+
+
+class TreeFormatError(InputFormatError):
+    """Bad Penn Treebank bracket text."""
+
+
+class ConlluFormatError(InputFormatError):
+    """Bad CoNLL-U text, or a dependency graph that is not a tree."""
+
+
+class SuiteFormatError(InputFormatError):
+    """A SyntaxGym-format suite that does not follow the schema."""
+
+
+class TreeError(SyntaxlmError, ValueError):
+    """A well-formed tree that cannot undergo the requested operation (e.g. it has no POS tags)."""
+
+
+class DownloadError(SyntaxlmError):
+    """A dataset could not be fetched, or its contents failed verification."""

@@ -185,6 +185,29 @@ class Tree:
                 stack.extend((False, child) for child in reversed(node.children))
         return results[0][0]
 
+    def with_leaves(self, words: list[str] | tuple[str, ...]) -> Tree:
+        """The same structure with its words replaced by ``words``, left to right."""
+        replacements = iter(words)
+        results: list[list] = [[]]
+        stack: list[tuple[bool, Child]] = [(False, self)]
+        while stack:
+            finished, node = stack.pop()
+            if type(node) is str:
+                word = next(replacements, None)
+                if word is None:
+                    raise TreeError(f"with_leaves: {len(words)} words for a tree of {len(self.leaves())}")
+                results[-1].append(word)
+            elif finished:
+                kids = results.pop()
+                results[-1].append(Tree(node.label, kids))
+            else:
+                stack.append((True, node))
+                results.append([])
+                stack.extend((False, child) for child in reversed(node.children))
+        if next(replacements, None) is not None:
+            raise TreeError(f"with_leaves: {len(words)} words for a tree of {len(self.leaves())}")
+        return results[0][0]
+
     # -- output ----------------------------------------------------------------------------------
 
     def to_bracket(self) -> str:

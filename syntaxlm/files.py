@@ -50,3 +50,19 @@ def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
         while chunk := handle.read(chunk_size):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def first_invalid_utf8(path: str | Path) -> tuple[int, int, str]:
+    """(line, column, reason) of the first byte sequence in a file that is not UTF-8; 1-based.
+
+    Used to locate a ``UnicodeDecodeError``, which text-mode reading reports without a position.
+    """
+    opener = gzip.open if Path(path).suffix == ".gz" else open
+    with opener(path, "rb") as handle:
+        for lineno, raw in enumerate(handle, 1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                column = len(raw[: error.start].decode("utf-8", errors="replace")) + 1
+                return lineno, column, error.reason
+    return 0, 0, "unknown"

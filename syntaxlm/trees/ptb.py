@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from syntaxlm.errors import TreeError, TreeFormatError
-from syntaxlm.files import atomic_writer, open_text
+from syntaxlm.files import atomic_writer, first_invalid_utf8, open_text
 from syntaxlm.trees.clean import Cleaning
 from syntaxlm.trees.tree import Tree
 
@@ -413,15 +413,11 @@ def _skip(tokens: list[str], start: int, depth: int) -> tuple[int, int]:
 
 
 def _decoded_lines(handle, path: str) -> Iterator[str]:
-    lineno = 0
     try:
-        for lineno, line in enumerate(handle, 1):  # noqa: B007 - lineno used in the error
-            yield line
-    except UnicodeDecodeError as error:
-        raise TreeFormatError(
-            f"invalid UTF-8 ({error.reason}) in the line after line {lineno}", path=path, line=lineno + 1,
-            expected="UTF-8 text",
-        ) from None
+        yield from handle
+    except UnicodeDecodeError:
+        line, column, reason = first_invalid_utf8(path)
+        raise TreeFormatError(f"invalid UTF-8 ({reason})", path=path, line=line, column=column, expected="UTF-8 text") from None
 
 
 def read_trees(

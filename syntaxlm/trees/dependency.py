@@ -1,0 +1,416 @@
+"""Dependency trees: the ``DepTree`` value, CoNLL-U reading/writing, and the conversions the
+models need — the binary constituency tree of SOM (§3.3, Fig. 4) and DMLM's future-dependents
+sets (§2.1).
+
+CoNLL-U follows Universal Dependencies: a sentence's *syntactic words* have integer ids 1..n and
+carry the tree (HEAD, 0 = root, and DEPREL); multiword tokens (``1-2  don't``) give the surface
+form of several words and are kept for writing; empty nodes (``8.1``) belong to the enhanced graph
+only and are kept verbatim. Columns other than FORM, HEAD and DEPREL are kept as raw strings, so
+reading and writing a file gives it back unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import conllu
+import conllu.exceptions
+import conllu.parser
+
+from syntaxlm.errors import ConlluFormatError
+from syntaxlm.files import atomic_writer, first_invalid_utf8, open_text
+from syntaxlm.trees.ptb import ReadReport
+from syntaxlm.trees.tree import Child, Tree
+
+FIELDS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
+# conllu parses ID and HEAD; every other column is kept as written.
+_PARSERS = {
+    **conllu.parser.DEFAULT_FIELD_PARSERS,
+    **{name: (lambda line, i: line[i]) for name in ("lemma", "upos", "xpos", "feats", "deprel", "deps", "misc")},
+}
+
+
+@dataclass(frozen=True)
+class MultiwordToken:
+    """A surface token spanning syntactic words ``first``..``last`` (``1-2  don't``)."""
+
+    first: int
+    last: int
+    form: str
+    misc: str = "_"
+
+
+@dataclass(frozen=True)
+class EmptyNode:
+    """An enhanced-graph empty node (``8.1``): its id and the nine columns after the id."""
+
+    id: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DepTree:
+    """A dependency-parsed sentence. Word ``i`` (1-based) is ``words[i - 1]``; ``heads[i - 1]``
+    is its head (0 = root)."""
+
+    words: tuple[str, ...]
+    heads: tuple[int, ...]
+    relations: tuple[str, ...]
+    lemmas: tuple[str, ...] = ()
+    upos: tuple[str, ...] = ()
+    xpos: tuple[str, ...] = ()
+    feats: tuple[str, ...] = ()
+    deps: tuple[str, ...] = ()
+    misc: tuple[str, ...] = ()
+    multiword_tokens: tuple[MultiwordToken, ...] = ()
+    empty_nodes: tuple[EmptyNode, ...] = ()
+    comments: tuple[str, ...] = ()  # comment lines without their leading '#'
+
+    def __post_init__(self):
+        n = len(self.words)
+        for name in ("lemmas", "upos", "xpos", "feats", "deps", "misc"):
+            if not getattr(self, name):
+                object.__setattr__(self, name, ("_",) * n)
+        if len(self.heads) != n or len(self.relations) != n:
+            raise ValueError("DepTree: words, heads and relations must have the same length")
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def children(self) -> list[list[int]]:
+        """``children()[h]``: the dependents of word ``h`` (0 = the root), in word order."""
+        kids: list[list[int]] = [[] for _ in range(len(self.words) + 1)]
+        for dependent, head in enumerate(self.heads, 1):
+            kids[head].append(dependent)
+        return kids
+
+    @property
+    def root_words(self) -> list[int]:
+        return [i for i, head in enumerate(self.heads, 1) if head == 0]
+
+    def to_conllu(self) -> str:
+        """The sentence as CoNLL-U lines (ending with the blank separator line)."""
+        lines = ["#" + comment for comment in self.comments]
+        multiword = {token.first: token for token in self.multiword_tokens}
+        empty: dict[int, list[EmptyNode]] = {}
+        for node in self.empty_nodes:
+            empty.setdefault(int(node.id.split(".")[0]), []).append(node)
+        lines.extend(_empty_line(node) for node in empty.get(0, ()))
+        for i in range(1, len(self.words) + 1):
+            if i in multiword:
+                token = multiword[i]
+                lines.append(f"{token.first}-{token.last}\t{token.form}\t_\t_\t_\t_\t_\t_\t_\t{token.misc}")
+            k = i - 1
+            lines.append(
+                "\t".join(
+                    (
+                        str(i), self.words[k], self.lemmas[k], self.upos[k], self.xpos[k], self.feats[k],
+                        str(self.heads[k]), self.relations[k], self.deps[k], self.misc[k],
+                    )
+                )
+            )
+            lines.extend(_empty_line(node) for node in empty.get(i, ()))
+        return "\n".join(lines) + "\n\n"
+
+
+def _empty_line(node: EmptyNode) -> str:
+    return "\t".join((node.id, *node.columns))
+
+
+class ConlluReader:
+    """Streams ``DepTree`` values from a CoNLL-U file (or an iterable of lines).
+
+    Parsing of each token line is done by the ``conllu`` package; this reader adds what a
+    training pipeline needs: sentence-by-sentence streaming, errors that name file, line and
+    column (field), a check that every sentence is a tree, and ``skip_bad`` with a report.
+    """
+
+    def __init__(self, source: str | Path | Iterable[str], *, skip_bad: bool = False, name: str | None = None):
+        self.source = source
+        self.skip_bad = skip_bad
+        self.name = name
+        self.report = ReadReport()
+
+    def __iter__(self) -> Iterator[DepTree]:
+        if isinstance(self.source, (str, Path)):
+            path = str(self.source)
+            with open_text(self.source) as handle:
+                yield from self._sentences(_numbered(handle, path), path)
+        else:
+            yield from self._sentences(enumerate(self.source, 1), self.name or "<input>")
+
+    def _sentences(self, numbered_lines: Iterable[tuple[int, str]], path: str) -> Iterator[DepTree]:
+        block: list[tuple[int, str]] = []
+        sentence = 0
+        for lineno, line in numbered_lines:
+            line = line.rstrip("\r\n")
+            if line.strip():
+                block.append((lineno, line))
+                continue
+            if block:
+                tree = self._one(block, path, sentence)
+                sentence += 1
+                if tree is not None:
+                    yield tree
+                block = []
+        if block:
+            tree = self._one(block, path, sentence)
+            if tree is not None:
+                yield tree
+
+    def _one(self, block: list[tuple[int, str]], path: str, sentence: int) -> DepTree | None:
+        try:
+            tree = _parse_sentence(block, path, sentence)
+        except ConlluFormatError as error:
+            if not self.skip_bad:
+                raise
+            self.report.skipped.append(error)
+            return None
+        self.report.trees += 1
+        return tree
+
+
+def _numbered(handle, path: str) -> Iterator[tuple[int, str]]:
+    try:
+        yield from enumerate(handle, 1)
+    except UnicodeDecodeError:
+        line, column, reason = first_invalid_utf8(path)
+        raise ConlluFormatError(f"invalid UTF-8 ({reason})", path=path, line=line, column=column, expected="UTF-8 text") from None
+
+
+def _parse_sentence(block: list[tuple[int, str]], path: str, sentence: int) -> DepTree:
+    def fail(problem: str, lineno: int, column: int | None = None, expected: str | None = None):
+        return ConlluFormatError(
+            problem, path=path, line=lineno, column=column, sentence=sentence, expected=expected
+        )
+
+    comments: list[str] = []
+    rows: list[tuple[int, conllu.models.Token]] = []
+    for lineno, line in block:
+        if line.startswith("#"):
+            if rows:
+                raise fail("comment line inside a sentence", lineno, 1, "comments before the first token line")
+            comments.append(line[1:])
+            continue
+        columns = line.split("\t")
+        if len(columns) != 10:
+            raise fail(
+                f"{len(columns)} tab-separated column(s)", lineno, 1, "10 columns: " + " ".join(f.upper() for f in FIELDS)
+            )
+        for index, value in enumerate(columns):
+            if value == "" or value != value.strip():
+                column = sum(len(c) + 1 for c in columns[:index]) + 1
+                raise fail(f"empty or space-padded {FIELDS[index].upper()} field {value!r}", lineno, column)
+        try:
+            token = conllu.parser.parse_line(line, fields=FIELDS, field_parsers=_PARSERS)
+        except conllu.exceptions.ParseException as error:
+            index = next((i for i, name in enumerate(FIELDS) if f"'{name}'" in str(error)), 0)
+            column = sum(len(c) + 1 for c in columns[:index]) + 1
+            raise fail(f"cannot parse the {FIELDS[index].upper()} field: {error}", lineno, column) from None
+        rows.append((lineno, token))
+    if not rows:
+        raise fail("sentence has comments but no token lines", block[-1][0], None, "token lines")
+
+    words: list[tuple[int, conllu.models.Token]] = []
+    multiword: list[MultiwordToken] = []
+    empty: list[EmptyNode] = []
+    for lineno, token in rows:
+        token_id = token["id"]
+        if isinstance(token_id, int):
+            if token_id != len(words) + 1:
+                raise fail(f"word id {token_id} out of sequence", lineno, 1, f"id {len(words) + 1}")
+            words.append((lineno, token))
+        elif token_id[1] == "-":
+            first, last = token_id[0], token_id[2]
+            if first != len(words) + 1 or last < first:
+                raise fail(f"multiword token {first}-{last} out of place", lineno, 1, f"a range starting at {len(words) + 1}")
+            multiword.append(MultiwordToken(first, last, token["form"], token["misc"]))
+        else:
+            major = token_id[0]
+            if major != len(words):
+                raise fail(f"empty node {major}.{token_id[2]} out of place", lineno, 1, f"an id {len(words)}.N")
+            empty.append(EmptyNode(f"{major}.{token_id[2]}", tuple(_line_of(block, lineno).split("\t")[1:])))
+    n = len(words)
+    if n == 0:
+        raise fail("sentence has no syntactic words", rows[0][0], 1, "word lines with integer ids")
+    for token in multiword:
+        if token.last > n:
+            raise fail(f"multiword token {token.first}-{token.last} reaches past the last word {n}", rows[0][0])
+    heads: list[int] = []
+    for lineno, token in words:
+        head = token["head"]
+        line = _line_of(block, lineno)
+        head_column = sum(len(c) + 1 for c in line.split("\t")[:6]) + 1
+        if not isinstance(head, int) or not 0 <= head <= n:
+            raise fail(f"head {head!r} of word {token['id']}", lineno, head_column, f"an integer from 0 to {n}")
+        if head == token["id"]:
+            raise fail(f"word {head} is its own head", lineno, head_column)
+        heads.append(head)
+    _check_tree(heads, fail, words)
+    return DepTree(
+        words=tuple(t["form"] for _, t in words),
+        heads=tuple(heads),
+        relations=tuple(t["deprel"] for _, t in words),
+        lemmas=tuple(t["lemma"] for _, t in words),
+        upos=tuple(t["upos"] for _, t in words),
+        xpos=tuple(t["xpos"] for _, t in words),
+        feats=tuple(t["feats"] for _, t in words),
+        deps=tuple(t["deps"] for _, t in words),
+        misc=tuple(t["misc"] for _, t in words),
+        multiword_tokens=tuple(multiword),
+        empty_nodes=tuple(empty),
+        comments=tuple(comments),
+    )
+
+
+def _line_of(block: list[tuple[int, str]], lineno: int) -> str:
+    for number, line in block:
+        if number == lineno:
+            return line
+    return ""
+
+
+def _check_tree(heads: list[int], fail, words) -> None:
+    """Every word must reach the root (0) without a cycle."""
+    if 0 not in heads:
+        raise fail("no word has head 0", words[0][0], None, "one root word")
+    state = [0] * (len(heads) + 1)  # 0 unknown, 1 on the current path, 2 reaches the root
+    state[0] = 2
+    for start in range(1, len(heads) + 1):
+        path = []
+        node = start
+        while state[node] == 0:
+            state[node] = 1
+            path.append(node)
+            node = heads[node - 1]
+        if state[node] == 1:
+            cycle = path[path.index(node):]
+            raise fail(
+                "the heads form a cycle through words " + " → ".join(map(str, cycle)),
+                words[node - 1][0],
+                None,
+                "a tree: every word reaches the root",
+            )
+        for visited in path:
+            state[visited] = 2
+
+
+def read_conllu(source: str | Path | Iterable[str]) -> Iterator[DepTree]:
+    """Stream the sentences of a CoNLL-U file; raises ``ConlluFormatError`` on bad input."""
+    return iter(ConlluReader(source))
+
+
+def parse_conllu(text: str) -> list[DepTree]:
+    """All sentences of a CoNLL-U string."""
+    return list(ConlluReader(text.splitlines(keepends=True), name="<string>"))
+
+
+def write_conllu(path: str | Path, trees: Iterable[DepTree]) -> int:
+    """Write sentences as CoNLL-U, atomically. Returns the count."""
+    count = 0
+    with atomic_writer(path) as handle:
+        for count, tree in enumerate(trees, 1):
+            handle.write(tree.to_conllu())
+    return count
+
+
+# -- conversions -----------------------------------------------------------------------------------
+
+
+def projectivize(heads: tuple[int, ...] | list[int]) -> list[int]:
+    """Heads of a projective tree close to the given one, by lifting non-projective arcs.
+
+    An arc h → d is non-projective when a word between h and d is not a descendant of h. While
+    such arcs exist, the shortest one (then the leftmost dependent) is lifted: d is attached to
+    the head of h. Lifting keeps d under the same ancestors, so constituents change as little as
+    possible (the pseudo-projective lifting of Nivre & Nilsson, 2005).
+    """
+    heads = list(heads)
+
+    def dominated(word: int, head: int) -> bool:
+        while word not in (0, head):
+            word = heads[word - 1]
+        return word == head
+
+    while True:
+        worst: tuple[int, int] | None = None
+        for dependent, head in enumerate(heads, 1):
+            if head == 0:
+                continue
+            low, high = sorted((dependent, head))
+            if any(not dominated(w, head) for w in range(low + 1, high)):
+                key = (high - low, dependent)
+                if worst is None or key < worst:
+                    worst = key
+        if worst is None:
+            return heads
+        dependent = worst[1]
+        heads[dependent - 1] = heads[heads[dependent - 1] - 1]
+
+
+def dependency_to_binary_tree(dep: DepTree, *, labels: Literal["relation", "none"] = "relation") -> Tree:
+    """SOM's gold tree Γ (§3.3, Fig. 4): each head and its dependents form one constituent,
+    n-ary constituents are binarised left-branching.
+
+    A head word with dependents d_1 < ... < h < ... < d_k (in word order, their own constituents
+    built first) gives the items [c(d_1), ..., h, ..., c(d_k)], combined left to right:
+    ((c(d_1) c(d_2)) ...) c(d_k). A word without dependents is a bare leaf. Non-projective trees
+    are first made projective (``projectivize``). Each node is labelled with the relation of the
+    head it projects (``root`` for the root), or ``X`` with ``labels="none"``; leaves are the
+    words (no POS tags). Several root words are joined the same way under ``root``.
+    """
+    heads = projectivize(dep.heads)
+    n = len(heads)
+    kids: list[list[int]] = [[] for _ in range(n + 1)]
+    for dependent, head in enumerate(heads, 1):
+        kids[head].append(dependent)
+
+    def label_of(word: int) -> str:
+        if labels == "none":
+            return "X"
+        return dep.relations[word - 1] if word else "root"
+
+    built: dict[int, Child] = {}
+    order: list[int] = []  # post-order of the words, children before their head
+    stack = [(0, False)]
+    while stack:
+        word, expanded = stack.pop()
+        if expanded:
+            order.append(word)
+            continue
+        stack.append((word, True))
+        stack.extend((child, False) for child in kids[word])
+    for word in order:
+        items: list[Child] = [built.pop(child) for child in kids[word] if child < word]
+        if word:
+            items.append(dep.words[word - 1])
+        items.extend(built.pop(child) for child in kids[word] if child > word)
+        node = items[0]
+        for item in items[1:]:
+            node = Tree(label_of(word), (node, item))
+        built[word] = node
+    root = built[0]
+    return root if isinstance(root, Tree) else Tree(label_of(dep.root_words[0]), (root,))
+
+
+def future_dependents(dep: DepTree) -> list[list[int]]:
+    """DMLM's future-dependents sets Z (§2.1, Eq. 1), one per input position.
+
+    Position 0 is the sentence start (the previous end-of-sentence symbol), position i the i-th
+    word; position n + 1 stands for the end-of-sentence symbol. The set of position p holds the
+    later positions that are p's parent or children: for word i with head h, i < h puts h into
+    Z[i], h < i puts i into Z[h] (a root word goes into Z[0]). The last word predicts only the
+    end of the sentence: Z[n] = [n + 1].
+    """
+    n = len(dep.heads)
+    sets: list[list[int]] = [[] for _ in range(n + 1)]
+    for word, head in enumerate(dep.heads, 1):
+        if word < head:
+            sets[word].append(head)
+        else:
+            sets[head].append(word)
+    sets[n] = [n + 1]
+    return [sorted(z) for z in sets]

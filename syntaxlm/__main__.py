@@ -1,0 +1,5 @@
+"""``python -m syntaxlm`` runs the command line."""
+
+from syntaxlm.cli import main
+
+main()

@@ -1,0 +1,66 @@
+"""The command line, run as a user runs it (a subprocess), on small files made here."""
+
+import json
+import subprocess
+import sys
+
+from syntaxlm.trees.ptb import read_trees
+from syntaxlm.trees.tree import Tree
+
+TREES = "( (S (NP-SBJ (DT The) (NN bird)) (VP (VBZ sings) (NP (-NONE- *T*))) (. .)) )\n( (S (NP (PRP It)) (VP (VBD flew))) )\n"
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "syntaxlm", *map(str, args)], capture_output=True, text=True)
+
+
+def test_stats_and_clean(tmp_path):
+    source = tmp_path / "in.mrg"
+    source.write_text(TREES)
+    result = run("data", "stats", source, "--json")
+    assert result.returncode == 0, result.stderr
+    stats = json.loads(result.stdout)
+    assert (stats["sentences"], stats["words"], stats["empty_elements"]) == (2, 6, 1)
+
+    out = tmp_path / "clean.trees"
+    result = run("data", "clean", source, out, "--style", "choe-charniak", "--remove-punctuation")
+    assert result.returncode == 0, result.stderr
+    assert [t.to_bracket() for t in read_trees(out, pos_tags=False)] == [
+        "(S (NP The bird) (VP sings))",
+        "(S (NP It) (VP flew))",
+    ]
+    left = tmp_path / "left.trees"
+    assert run("data", "transform", out, left, "--kind", "left-branching").returncode == 0
+    assert list(read_trees(left, pos_tags=False))[0] == Tree.from_bracket("(S (NP (VP The bird)) sings)")
+
+
+def test_dep2tree(tmp_path):
+    source = tmp_path / "in.conllu"
+    source.write_text("1\tdogs\tdog\tNOUN\tNNS\t_\t2\tnsubj\t_\t_\n2\tbark\tbark\tVERB\tVBP\t_\t0\troot\t_\t_\n\n")
+    out = tmp_path / "out.trees"
+    result = run("data", "dep2tree", source, out)
+    assert result.returncode == 0, result.stderr
+    assert out.read_text() == "(root dogs bark)\n"
+
+
+def test_bad_input_is_one_clear_line(tmp_path):
+    source = tmp_path / "bad.mrg"
+    source.write_text("(S (NP the (NN bird)))\n")
+    result = run("data", "stats", source)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"error: {source}:1:12: word 'the' outside a preterminal: (NP ...) holds both words and brackets; "
+        "expected every word alone under a POS tag, e.g. (NN word) (sentence 0)"
+    )
+    assert "Traceback" not in result.stderr
+    skipped = run("data", "stats", source, "--skip-bad", "--json")
+    assert skipped.returncode == 0 and len(json.loads(skipped.stdout)["skipped"]) == 1
+    missing = run("data", "stats", tmp_path / "nope.mrg")
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_download_list():
+    result = run("data", "download", "--list")
+    assert result.returncode == 0
+    for name in ("ud-english-ewt", "ud-english-pud", "ud-english-pronouns", "blimp", "syntaxgym"):
+        assert name in result.stdout

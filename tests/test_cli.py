@@ -31,7 +31,7 @@ def test_stats_and_clean(tmp_path):
     ]
     left = tmp_path / "left.trees"
     assert run("data", "transform", out, left, "--kind", "left-branching").returncode == 0
-    assert list(read_trees(left, pos_tags=False))[0] == Tree.from_bracket("(S (NP (VP The bird)) sings)")
+    assert list(read_trees(left, pos_tags=False))[0] == Tree.from_bracket("(S (NP (VP The bird) sings))")
 
 
 def test_dep2tree(tmp_path):

@@ -135,3 +135,11 @@ def test_write_read_round_trip(tmp_path_factory, trees):
     for pretty in (False, True):
         write_trees(path, [trees, trees], pretty=pretty)
         assert list(read_trees(path)) == [trees, trees]
+
+
+def test_a_phrase_over_one_dropped_tag_is_not_a_preterminal():
+    from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
+
+    text = "(S (NP (PRP It)) (VP (VBD flew)))\n(S\n  (NP\n    (PRP It))\n  (VP (VBD flew)))\n"
+    trees = list(read_trees(io.StringIO(text), cleaning=CHOE_CHARNIAK_CLEANING))
+    assert [t.to_bracket() for t in trees] == ["(S (NP It) (VP flew))"] * 2

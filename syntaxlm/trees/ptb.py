@@ -228,7 +228,7 @@ class TreeReader:
                             labels.append(token[1:] or None)
                             kids.append([])
                         elif first_char == ")":
-                            after_word = False
+                            closes_preterminal, after_word = after_word, False
                             if not labels:
                                 if wrapper != 2:
                                     raise _Bad("unexpected ')'", "'(' or the end of the file", base + i)
@@ -241,7 +241,7 @@ class TreeReader:
                                 if not children:
                                     opener = base + i - (1 if chunks.token(base + i - 1)[0] in "(\n" else 2)
                                     raise _Bad(f"({label}) has no children", "a word or a bracket", opener)
-                                if pos_tags and labels and len(children) == 1 and type(children[0]) is str:
+                                if closes_preterminal and labels:  # "(TAG word)" written across tokens
                                     key = (label, children[0])
                                     node = made.get(key, _MISSING)
                                     if node is _MISSING:

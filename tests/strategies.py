@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from syntaxlm.trees.tree import Tree
 
-LABELS = st.sampled_from(["S", "NP", "VP", "PP", "SBAR", "ADJP", "-LRB-", "NP-SBJ-1", "WHNP", "X"])
+LABELS = st.sampled_from(["ROOT", "S", "NP", "VP", "PP", "SBAR", "ADJP", "-LRB-", "NP-SBJ-1", "WHNP", "X"])
 TAGS = st.sampled_from(["DT", "NN", "NNS", "VBZ", "IN", "JJ", ",", ".", "-NONE-", "PRP$", "-RRB-"])
 WORDS = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters=" \t\n\r\f\v()\x0b\x1c\x1d\x1e\x1f\x85\u2028\u2029"),

@@ -3,6 +3,7 @@ import io
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from syntaxlm.errors import TreeError, TreeFormatError
 from syntaxlm.trees.clean import PTB_CLEANING
@@ -143,3 +144,23 @@ def test_a_phrase_over_one_dropped_tag_is_not_a_preterminal():
     text = "(S (NP (PRP It)) (VP (VBD flew)))\n(S\n  (NP\n    (PRP It))\n  (VP (VBD flew)))\n"
     trees = list(read_trees(io.StringIO(text), cleaning=CHOE_CHARNIAK_CLEANING))
     assert [t.to_bracket() for t in trees] == ["(S (NP It) (VP flew))"] * 2
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    tree=pos_tagged_trees(),
+    flags=st.fixed_dictionaries({name: st.booleans() for name in (
+        "remove_empty_elements", "strip_function_tags", "strip_root", "remove_punctuation",
+        "collapse_unary_chains", "drop_pos_tags",
+    )}),
+    pretty=st.booleans(),
+)
+def test_cleaning_while_reading_equals_cleaning_after_property(tree, flags, pretty):
+    from syntaxlm.trees.clean import Cleaning
+
+    cleaning = Cleaning(**flags)
+    text = (tree.pretty(width=30) if pretty else tree.to_bracket()) + "\n"
+    reader = TreeReader(io.StringIO(text), cleaning=cleaning)
+    expected = cleaning(tree)
+    assert list(reader) == ([] if expected is None else [expected])
+    assert reader.report.emptied == (expected is None)

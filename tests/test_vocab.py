@@ -44,7 +44,8 @@ def vocab() -> WordVocab:
 def test_layout_threshold_and_order(vocab):
     # Counts: the 4, dog 3, cat 2, sleeps 2, walked 2; the rest once.
     assert vocab.tokens[:4] == SPECIAL_TOKENS
-    assert (vocab.pad_id, vocab.bos_id, vocab.eos_id, vocab.unk_id) == (PAD_ID, BOS_ID, EOS_ID, UNK_ID) == (0, 1, 2, 3)
+    special_ids = (vocab.pad_id, vocab.bos_id, vocab.eos_id, vocab.unk_id)
+    assert special_ids == (PAD_ID, BOS_ID, EOS_ID, UNK_ID) == (0, 1, 2, 3)
     assert vocab.tokens[4:8] == tuple(SYMBOLS)
     assert vocab.words == ("the", "dog", "cat", "sleeps", "walked")  # by count, ties by string
     # Rare words: barks, a, is, hard (lower case, mid-sentence or initial), Vinken, organizing (initial).
@@ -89,7 +90,8 @@ def test_unknown_words_get_berkeley_classes(vocab):
 
 def test_sentence_initial_is_the_first_word_after_symbols(vocab):
     actions = "<s> (S (NP Smith NP) (NP Smith NP) S)".split()
-    assert vocab.decode(vocab.encode(actions)) == ["<s>", "(S", "(NP", "UNK-INITC", "NP)", "(NP", UNK, "NP)", "S)"]
+    expected = ["<s>", "(S", "(NP", "UNK-INITC", "NP)", "(NP", UNK, "NP)", "S)"]
+    assert vocab.decode(vocab.encode(actions)) == expected
     assert vocab.encode(["Smith"], sentence_initial=False) == [UNK_ID]
 
 
@@ -106,7 +108,7 @@ def test_symbols_are_never_thresholded_or_counted_as_words():
     assert vocab.symbols == ("(NP", "NP)", "(VP", "REDUCE")
     assert vocab.words == ("dog",)
     assert vocab.count("(NP") == 2 and vocab.count("(VP") == 0
-    assert vocab.encode(["(VP", "REDUCE", "dog"]) == [vocab.index("(VP"), vocab.index("REDUCE"), vocab.index("dog")]
+    assert vocab.encode(["(VP", "REDUCE", "dog"]) == [vocab.index(t) for t in ("(VP", "REDUCE", "dog")]
 
 
 def test_single_unknown_class():

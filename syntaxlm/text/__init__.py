@@ -1,0 +1,1 @@
+"""Vocabularies: words with Berkeley unknown-word classes, sentencepiece subwords with atomic symbols."""

@@ -64,3 +64,17 @@ def test_download_list():
     assert result.returncode == 0
     for name in ("ud-english-ewt", "ud-english-pud", "ud-english-pronouns", "blimp", "syntaxgym"):
         assert name in result.stdout
+
+
+def test_vocab_build(tmp_path):
+    from syntaxlm.text.base import load_vocabulary
+
+    source = tmp_path / "in.mrg"
+    source.write_text(TREES * 3)
+    for kind in ("word", "subword"):
+        out = tmp_path / kind
+        result = run("vocab", "build", source, "--out", out, "--kind", kind, "--vocab-size", "300", "--min-freq", "1")
+        assert result.returncode == 0, result.stderr
+        vocab = load_vocabulary(out)
+        assert "(NP" in vocab and "NP)" in vocab and "NT(NP)" in vocab and "REDUCE" in vocab
+        assert "(NP-SBJ" not in vocab and "(-NONE-" not in vocab

@@ -6,14 +6,8 @@ from collections import Counter
 from pathlib import Path
 
 from syntaxlm.trees.clean import EMPTY_ELEMENT_TAG, PTB_CLEANING, strip_function_tag
-from syntaxlm.trees.dependency import ConlluReader, projectivize
+from syntaxlm.trees.dependency import ConlluReader, is_conllu, projectivize
 from syntaxlm.trees.ptb import TreeReader
-
-CONLLU_SUFFIXES = (".conllu", ".conllu.gz", ".conll")
-
-
-def is_conllu(path: str | Path) -> bool:
-    return str(path).endswith(CONLLU_SUFFIXES)
 
 
 def _summary(lengths: list[int]) -> dict:

@@ -25,6 +25,7 @@ from syntaxlm.files import atomic_writer, first_invalid_utf8, open_text
 from syntaxlm.trees.ptb import ReadReport
 from syntaxlm.trees.tree import Child, Tree
 
+CONLLU_SUFFIXES = (".conllu", ".conllu.gz", ".conll")
 FIELDS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
 # conllu parses ID and HEAD; every other column is kept as written.
 _PARSERS = {
@@ -296,6 +297,11 @@ def _check_tree(heads: list[int], fail, words) -> None:
             )
         for visited in path:
             state[visited] = 2
+
+
+def is_conllu(path: str | Path) -> bool:
+    """Whether a file name says CoNLL-U (``.conllu``, ``.conllu.gz``, ``.conll``)."""
+    return str(path).endswith(CONLLU_SUFFIXES)
 
 
 def read_conllu(source: str | Path | Iterable[str]) -> Iterator[DepTree]:

@@ -111,6 +111,37 @@ def sum_by_word(values: Sequence[float] | np.ndarray, encoding: SubwordEncoding)
     return np.add.reduceat(array, np.asarray(encoding.word_starts, dtype=np.intp), axis=0)
 
 
+class TokenTable:
+    """The id ↔ token table both vocabularies are built on."""
+
+    pad_id = PAD_ID
+    bos_id = BOS_ID
+    eos_id = EOS_ID
+    unk_id = UNK_ID
+
+    def __init__(self, tokens: Sequence[str]):
+        self._tokens = tuple(tokens)
+        self._index = {token: i for i, token in enumerate(self._tokens)}
+
+    def __len__(self) -> int:
+        return len(self._tokens)
+
+    def __contains__(self, token: object) -> bool:
+        return token in self._index
+
+    def index(self, token: str) -> int:
+        try:
+            return self._index[token]
+        except KeyError:
+            raise KeyError(f"{token!r} is not in the vocabulary") from None
+
+    def token(self, id: int) -> str:
+        """The token with this id (for subwords a piece: ``▁dog``, ``s``, ``(NP``, ``<0xE2>``)."""
+        if not 0 <= id < len(self._tokens):
+            raise IndexError(f"id {id} is outside the vocabulary (0..{len(self._tokens) - 1})")
+        return self._tokens[id]
+
+
 class Vocabulary(Protocol):
     """What later code may rely on, whether the vocabulary holds words or subwords."""
 

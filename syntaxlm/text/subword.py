@@ -47,6 +47,7 @@ from syntaxlm.text.base import (
     UNK,
     UNK_ID,
     SubwordEncoding,
+    TokenTable,
     VocabularyError,
     VocabularyFormatError,
     check_symbols,
@@ -65,14 +66,10 @@ _MODEL_TYPES = ("unigram", "bpe")
 _BYTE_PIECES = 256
 
 
-class SubwordVocab:
+class SubwordVocab(TokenTable):
     """A sentencepiece model with atomic symbols. Make one with ``SubwordVocab.train``."""
 
     FORMAT = "syntaxlm-subword-vocab"
-    pad_id = PAD_ID
-    bos_id = BOS_ID
-    eos_id = EOS_ID
-    unk_id = UNK_ID
 
     def __init__(self, model: bytes, *, settings: dict[str, Any] | None = None):
         """The vocabulary of a serialised sentencepiece model laid out as ``train`` makes them.
@@ -86,9 +83,8 @@ class SubwordVocab:
             raise VocabularyError(f"not a sentencepiece model ({error})") from None
         self._model = bytes(model)
         self._processor = processor
-        self._pieces = tuple(processor.id_to_piece(i) for i in range(processor.get_piece_size()))
-        self._index = {piece: i for i, piece in enumerate(self._pieces)}
-        specials = self._pieces[: len(SPECIAL_TOKENS)]
+        super().__init__(processor.id_to_piece(i) for i in range(processor.get_piece_size()))
+        specials = self._tokens[: len(SPECIAL_TOKENS)]
         special_ids = (processor.pad_id(), processor.bos_id(), processor.eos_id(), processor.unk_id())
         if specials != SPECIAL_TOKENS or special_ids != (PAD_ID, BOS_ID, EOS_ID, UNK_ID):
             raise VocabularyError(
@@ -97,10 +93,10 @@ class SubwordVocab:
             )
         first = len(SPECIAL_TOKENS)
         end = first
-        while end < len(self._pieces) and processor.is_control(end):
+        while end < len(self._tokens) and processor.is_control(end):
             end += 1
-        self._symbols = check_symbols(self._pieces[first:end])
-        self._atomic_ids = {piece: i for i, piece in enumerate(self._pieces[:end])}
+        self._symbols = check_symbols(self._tokens[first:end])
+        self._atomic_ids = {piece: i for i, piece in enumerate(self._tokens[:end])}
         self.settings = dict(settings or {})
 
     # --- training ----------------------------------------------------------------------------
@@ -196,24 +192,6 @@ class SubwordVocab:
         """The serialised sentencepiece model."""
         return self._model
 
-    def __len__(self) -> int:
-        return len(self._pieces)
-
-    def __contains__(self, piece: object) -> bool:
-        return piece in self._index
-
-    def index(self, piece: str) -> int:
-        try:
-            return self._index[piece]
-        except KeyError:
-            raise KeyError(f"{piece!r} is not a piece of the vocabulary") from None
-
-    def token(self, id: int) -> str:
-        """The piece with this id (``▁dog``, ``s``, ``(NP``, ``<0xE2>``, ``</s>``)."""
-        if not 0 <= id < len(self._pieces):
-            raise IndexError(f"id {id} is outside the vocabulary (0..{len(self._pieces) - 1})")
-        return self._pieces[id]
-
     def is_byte(self, id: int) -> bool:
         """Whether ``id`` is a byte piece (``<0x00>``..``<0xFF>``)."""
         return self._processor.is_byte(id)
@@ -244,7 +222,7 @@ class SubwordVocab:
             piece_ids = encode(token)
             ids.extend(piece_ids)
             word_index.extend([i] * len(piece_ids))
-        pieces = self._pieces
+        pieces = self._tokens
         return SubwordEncoding(
             words=tokens,
             ids=tuple(ids),
@@ -264,12 +242,12 @@ class SubwordVocab:
         run: list[int] = []
         n_atomic = len(self._atomic_ids)
         for id in map(int, ids):
-            if not 0 <= id < len(self._pieces):
-                raise IndexError(f"id {id} is outside the vocabulary (0..{len(self._pieces) - 1})")
+            if not 0 <= id < len(self._tokens):
+                raise IndexError(f"id {id} is outside the vocabulary (0..{len(self._tokens) - 1})")
             if id < n_atomic:
                 tokens.extend(self._decode_run(run))
                 run = []
-                tokens.append(self._pieces[id])
+                tokens.append(self._tokens[id])
             else:
                 run.append(id)
         tokens.extend(self._decode_run(run))

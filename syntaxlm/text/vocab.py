@@ -19,14 +19,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from syntaxlm.text.base import (
-    BOS_ID,
-    EOS_ID,
-    PAD_ID,
     SPECIAL_TOKENS,
     UNK,
-    UNK_ID,
     FORMAT_VERSION,
     SubwordEncoding,
+    TokenTable,
     VocabularyError,
     VocabularyFormatError,
     check_symbols,
@@ -42,14 +39,10 @@ UnknownWords = Literal["berkeley", "single"]
 _UNKNOWN_CHOICES = ("berkeley", "single")
 
 
-class WordVocab:
+class WordVocab(TokenTable):
     """Words, symbols and unknown-word classes, each one id. Build with ``WordVocab.build``."""
 
     FORMAT = "syntaxlm-word-vocab"
-    pad_id = PAD_ID
-    bos_id = BOS_ID
-    eos_id = EOS_ID
-    unk_id = UNK_ID
 
     def __init__(
         self,
@@ -71,8 +64,7 @@ class WordVocab:
         self._symbols = check_symbols(symbols)
         self._unk_classes = tuple(unk_classes)
         self._words = tuple(words)
-        self._tokens = SPECIAL_TOKENS + self._symbols + self._unk_classes + self._words
-        self._index = {token: i for i, token in enumerate(self._tokens)}
+        super().__init__(SPECIAL_TOKENS + self._symbols + self._unk_classes + self._words)
         if len(self._index) != len(self._tokens):
             duplicates = sorted(t for t, n in Counter(self._tokens).items() if n > 1)
             raise VocabularyError(f"tokens appear more than once: {duplicates[:10]}")
@@ -181,23 +173,6 @@ class WordVocab:
         """How many training tokens map to ``token`` (0 for a token not in the vocabulary)."""
         i = self._index.get(token)
         return 0 if i is None else self._counts[i]
-
-    def __len__(self) -> int:
-        return len(self._tokens)
-
-    def __contains__(self, token: object) -> bool:
-        return token in self._index
-
-    def index(self, token: str) -> int:
-        try:
-            return self._index[token]
-        except KeyError:
-            raise KeyError(f"{token!r} is not in the vocabulary") from None
-
-    def token(self, id: int) -> str:
-        if not 0 <= id < len(self._tokens):
-            raise IndexError(f"id {id} is outside the vocabulary (0..{len(self._tokens) - 1})")
-        return self._tokens[id]
 
     def map_word(self, word: str, *, sentence_initial: bool = False) -> str:
         """The token ``word`` is read as: itself if in the vocabulary, else its class, else ``<unk>``."""

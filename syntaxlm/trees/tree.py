@@ -165,8 +165,9 @@ class Tree:
             stack.extend((c, level + 1) for c in node.children if type(c) is not str)
         return deepest
 
-    def rebuild(self, build: Callable[[str, list], object]):
-        """Bottom-up fold: ``build(label, built_children)`` at every node; words are passed as is.
+    def rebuild(self, build: Callable[[str, list], object], leaf: Callable[[str], object] | None = None):
+        """Bottom-up fold: ``build(label, built_children)`` at every node, ``leaf(word)`` at every
+        word (words kept as they are without ``leaf``); words are visited left to right.
 
         ``build`` may return anything; the root's result is returned. Iterative.
         """
@@ -175,7 +176,7 @@ class Tree:
         while stack:
             finished, node = stack.pop()
             if type(node) is str:
-                results[-1].append(node)
+                results[-1].append(node if leaf is None else leaf(node))
             elif finished:
                 kids = results.pop()
                 results[-1].append(build(node.label, kids))
@@ -187,26 +188,11 @@ class Tree:
 
     def with_leaves(self, words: list[str] | tuple[str, ...]) -> Tree:
         """The same structure with its words replaced by ``words``, left to right."""
+        n = len(self.leaves())
+        if len(words) != n:
+            raise TreeError(f"with_leaves: {len(words)} words for a tree of {n}")
         replacements = iter(words)
-        results: list[list] = [[]]
-        stack: list[tuple[bool, Child]] = [(False, self)]
-        while stack:
-            finished, node = stack.pop()
-            if type(node) is str:
-                word = next(replacements, None)
-                if word is None:
-                    raise TreeError(f"with_leaves: {len(words)} words for a tree of {len(self.leaves())}")
-                results[-1].append(word)
-            elif finished:
-                kids = results.pop()
-                results[-1].append(Tree(node.label, kids))
-            else:
-                stack.append((True, node))
-                results.append([])
-                stack.extend((False, child) for child in reversed(node.children))
-        if next(replacements, None) is not None:
-            raise TreeError(f"with_leaves: {len(words)} words for a tree of {len(self.leaves())}")
-        return results[0][0]
+        return self.rebuild(Tree, leaf=lambda _: next(replacements))
 
     # -- output ----------------------------------------------------------------------------------
 

@@ -221,6 +221,45 @@ def vocab_build(
     typer.echo(f"{kind.value} vocabulary of {len(vocab)} tokens ({len(vocab.symbols)} symbols) saved in {out}")
 
 
+# -- quickstart -------------------------------------------------------------------------------------
+
+
+@app.command("quickstart")
+def quickstart(
+    out: Annotated[Path, typer.Option(help="Folder for everything the run makes.")] = Path("runs/quickstart"),
+    sentences: Annotated[int, typer.Option(help="Synthetic sentences (train+dev+test).")] = 5000,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+) -> None:
+    """The main job: synthetic treebank -> statistics -> Choe–Charniak view -> vocabularies."""
+    import time
+
+    from syntaxlm.quickstart import run_quickstart
+
+    start = time.perf_counter()
+    summary = run_quickstart(out, sentences=sentences, seed=seed)
+    train = summary["treebank"]["train"]
+    words, subwords = summary["word_vocabulary"], summary["subword_vocabulary"]
+    lines = [
+        f"synthetic treebank (seed {seed}) in {out / 'data'}:",
+        *(
+            f"  {split:5} {s['sentences']:6d} sentences, {s['words']:7d} words, "
+            f"mean length {s['sentence_length']['mean']}, mean depth {s['depth']['mean']}"
+            for split, s in summary["treebank"].items()
+        ),
+        f"  {summary['word_types_train']} word types in train; "
+        f"{len(summary['suites'] or [])} SyntaxGym-format suites in {out / 'data' / 'suites'}",
+        f"word vocabulary ({out / 'vocab' / 'words'}): {words['size']} tokens, {words['symbols']} nonterminal "
+        f"symbols, {100 * words['dev_unknown_rate']:.2f}% of dev words unknown (mapped to UNK classes)",
+        f"subword vocabulary ({out / 'vocab' / 'subwords'}): {subwords['size']} pieces, "
+        f"{subwords['pieces_per_word_dev']} pieces per dev word",
+        "a dev sentence (Choe–Charniak view) and its pieces:",
+        f"  {summary['sample']['tree']}",
+        "  " + " ".join(summary["sample"]["pieces"]),
+        f"summary: {out / 'summary.json'}  ({time.perf_counter() - start:.1f} s; {train['sentences']} training trees)",
+    ]
+    typer.echo("\n".join(lines))
+
+
 def main() -> None:
     """Console entry point: library errors become one clear message and exit status 2."""
     try:

@@ -28,6 +28,7 @@ def atomic_writer(path: str | Path, mode: str = "w", encoding: str | None = "utf
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes the file private; written data is meant to be shared
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -164,3 +164,9 @@ def test_cleaning_while_reading_equals_cleaning_after_property(tree, flags, pret
     expected = cleaning(tree)
     assert list(reader) == ([] if expected is None else [expected])
     assert reader.report.emptied == (expected is None)
+
+
+def test_an_empty_bracket_is_an_error_also_when_cleaning_removes_its_siblings():
+    text = "(S (NP (-NONE- *)) (VP) (NN a))\n"
+    with pytest.raises(TreeFormatError, match=r"<input>:1:20: \(VP\) has no children"):
+        list(TreeReader(io.StringIO(text), cleaning=PTB_CLEANING))

@@ -175,7 +175,8 @@ class TreeReader:
                                 if node is _MISSING:
                                     node = made[token] = self._preterminal(token, at_root=False)
                                 if labels and labels[-1] is not None and not after_word:
-                                    kids[-1].append(node)
+                                    if node is not None:  # None: removed by cleaning
+                                        kids[-1].append(node)
                                     continue
                                 # rare: a one-word tree, or a layout error
                                 if labels and labels[-1] is not None:
@@ -239,9 +240,14 @@ class TreeReader:
                                 if label is None:
                                     raise _Bad("empty brackets '()'", "a label after '('", base + i - 1)
                                 if not children:
-                                    opener = base + i - (1 if chunks.token(base + i - 1)[0] in "(\n" else 2)
-                                    raise _Bad(f"({label}) has no children", "a word or a bracket", opener)
-                                if closes_preterminal and labels:  # "(TAG word)" written across tokens
+                                    # Cleaning removed every child, unless the bracket never had one:
+                                    # then the token before this ')' is its "(LABEL" or its label.
+                                    previous = tokens[i - 1] if i else chunks.token(base - 1)
+                                    if previous[-1] != ")":
+                                        opener = base + i - (1 if previous[0] in "(\n" else 2)
+                                        raise _Bad(f"({label}) has no children", "a word or a bracket", opener)
+                                    node = None
+                                elif closes_preterminal and labels:  # "(TAG word)" written across tokens
                                     key = (label, children[0])
                                     node = made.get(key, _MISSING)
                                     if node is _MISSING:
@@ -253,11 +259,10 @@ class TreeReader:
                                 elif cleaning is None:
                                     node = Tree(label, children)
                                 else:
-                                    if None in children:
-                                        children = [c for c in children if c is not None]
                                     node = cleaning.phrase(label, children, not labels)
                                 if labels:
-                                    kids[-1].append(node)
+                                    if node is not None:
+                                        kids[-1].append(node)
                                     continue
                                 if wrapper:
                                     wrapper, held = 2, node

@@ -170,3 +170,25 @@ def test_an_empty_bracket_is_an_error_also_when_cleaning_removes_its_siblings():
     text = "(S (NP (-NONE- *)) (VP) (NN a))\n"
     with pytest.raises(TreeFormatError, match=r"<input>:1:20: \(VP\) has no children"):
         list(TreeReader(io.StringIO(text), cleaning=PTB_CLEANING))
+
+
+def test_reading_streams_instead_of_loading_the_file(tmp_path, monkeypatch):
+    import tracemalloc
+
+    from syntaxlm.trees import ptb
+
+    monkeypatch.setattr(ptb._Chunks, "SIZE", 1 << 12)  # small chunks, so a small file shows it
+    path = tmp_path / "big.trees"
+    line = "(S (NP (DT the) (NN dog)) (VP (VBZ barks) (PP (IN at) (NP (DT the) (NN cat)))) (. .))\n"
+    path.write_text(line * 6_000)  # 0.5 MB
+
+    def peak(consume) -> int:
+        tracemalloc.start()
+        consume(TreeReader(path))
+        result = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return result
+
+    streamed = peak(lambda reader: sum(1 for _ in reader))
+    held = peak(list)
+    assert streamed < held / 3, (streamed, held)

@@ -46,6 +46,7 @@ TREEBANK_SUFFIXES = (".mrg", ".tree", ".trees", ".ptb", ".gz", ".bracketed")
 """File name endings taken from a directory given to the reader."""
 
 _MISSING = object()
+_MAX_SHARED_PRETERMINALS = 500_000
 
 
 @dataclass
@@ -140,8 +141,6 @@ class TreeReader:
         pos_tags = self.pos_tags
         cleaning = self.cleaning
         made = self._made
-        if len(made) > 1_000_000:
-            made.clear()
         report = self.report
         chunks = _Chunks(lines, _token_pattern(preterminals=pos_tags, line_starts_tree=self.line_starts_tree))
         labels: list[str | None] = []  # label of each open bracket (None until it is read)
@@ -160,6 +159,8 @@ class TreeReader:
             )
 
         for base, tokens in chunks:
+            if len(made) > _MAX_SHARED_PRETERMINALS:  # bound memory on huge corpora
+                made.clear()
             chunks.forget_before(tree_start if (labels or wrapper or skip_depth >= 0) else base - 2)
             start = 0
             if skip_depth >= 0:
@@ -342,7 +343,7 @@ class _Chunks:
     A chunk's text starts with a newline, so that a ``(`` in column 1 can get its own token.
     """
 
-    SIZE = 1 << 18  # characters per chunk
+    SIZE = 1 << 16  # characters per chunk
 
     def __init__(self, lines: Iterable[str], pattern: re.Pattern):
         self.lines = lines

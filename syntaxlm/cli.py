@@ -72,11 +72,12 @@ def data_stats(
     path: Annotated[Path, typer.Argument(help="Treebank file or folder (PTB brackets) or a .conllu file.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     skip_bad: Annotated[bool, typer.Option(help="Skip malformed trees/sentences and report them.")] = False,
+    pos_tags: Annotated[bool, typer.Option(help="Trees have POS tags (Penn style); --no-pos-tags for Choe–Charniak.")] = True,
 ) -> None:
     """Sentences, words, depth and label counts of a treebank or CoNLL-U file."""
     from syntaxlm.data.stats import corpus_stats
 
-    stats = corpus_stats(path, skip_bad=skip_bad)
+    stats = corpus_stats(path, skip_bad=skip_bad, pos_tags=pos_tags)
     if as_json:
         _print_json(stats)
         return

@@ -29,6 +29,8 @@ def test_stats_and_clean(tmp_path):
         "(S (NP The bird) (VP sings))",
         "(S (NP It) (VP flew))",
     ]
+    posless = json.loads(run("data", "stats", out, "--no-pos-tags", "--json").stdout)
+    assert (posless["sentences"], posless["words"], posless["phrase_labels"]) == (2, 5, {"S": 2, "NP": 2, "VP": 2})
     left = tmp_path / "left.trees"
     assert run("data", "transform", out, left, "--kind", "left-branching").returncode == 0
     assert list(read_trees(left, pos_tags=False))[0] == Tree.from_bracket("(S (NP (VP The bird) sings))")

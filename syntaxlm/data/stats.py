@@ -16,15 +16,16 @@ def _summary(lengths: list[int]) -> dict:
     return {"mean": round(sum(lengths) / len(lengths), 2), "max": max(lengths)}
 
 
-def treebank_stats(path: str | Path, *, skip_bad: bool = False) -> dict:
+def treebank_stats(path: str | Path, *, skip_bad: bool = False, pos_tags: bool = True) -> dict:
     """Counts for a bracketed treebank file or directory.
 
     ``words`` excludes empty elements (``-NONE-``); ``tokens_with_empty_elements`` counts every
     leaf. ``words_with_unicode_space`` counts words holding a non-ASCII space (U+00A0, U+2009, ...):
     legal in brackets, but tools that split text on any whitespace will break them apart. Depth and labels are measured after removing empty elements and function tags (the
     form in which the trees are used); label counts are split into phrases and POS tags.
+    ``pos_tags=False`` reads POS-less (Choe–Charniak) trees, where every node is a phrase.
     """
-    reader = TreeReader(path, skip_bad=skip_bad)
+    reader = TreeReader(path, skip_bad=skip_bad, pos_tags=pos_tags)
     sentences = words = empty = unicode_space = 0
     lengths: list[int] = []
     depths: list[int] = []
@@ -32,6 +33,14 @@ def treebank_stats(path: str | Path, *, skip_bad: bool = False) -> dict:
     tags: Counter[str] = Counter()
     for tree in reader:
         sentences += 1
+        if not pos_tags:
+            n = len(tree.leaves())
+            words += n
+            lengths.append(n)
+            unicode_space += sum(1 for word in tree.leaves() if any(c.isspace() for c in word))
+            depths.append(tree.depth())
+            phrases.update(strip_function_tag(node.label) for node in tree.subtrees())
+            continue
         pairs = tree.pos()
         n_empty = sum(1 for _, tag in pairs if tag == EMPTY_ELEMENT_TAG)
         empty += n_empty
@@ -106,6 +115,8 @@ def conllu_stats(path: str | Path, *, skip_bad: bool = False) -> dict:
     }
 
 
-def corpus_stats(path: str | Path, *, skip_bad: bool = False) -> dict:
+def corpus_stats(path: str | Path, *, skip_bad: bool = False, pos_tags: bool = True) -> dict:
     """``conllu_stats`` or ``treebank_stats`` depending on the file name."""
-    return conllu_stats(path, skip_bad=skip_bad) if is_conllu(path) else treebank_stats(path, skip_bad=skip_bad)
+    if is_conllu(path):
+        return conllu_stats(path, skip_bad=skip_bad)
+    return treebank_stats(path, skip_bad=skip_bad, pos_tags=pos_tags)

@@ -34,10 +34,10 @@ def treebank_stats(path: str | Path, *, skip_bad: bool = False, pos_tags: bool =
     for tree in reader:
         sentences += 1
         if not pos_tags:
-            n = len(tree.leaves())
-            words += n
-            lengths.append(n)
-            unicode_space += sum(1 for word in tree.leaves() if any(c.isspace() for c in word))
+            leaves = tree.leaves()
+            words += len(leaves)
+            lengths.append(len(leaves))
+            unicode_space += sum(1 for word in leaves if any(c.isspace() for c in word))
             depths.append(tree.depth())
             phrases.update(strip_function_tag(node.label) for node in tree.subtrees())
             continue

@@ -190,6 +190,7 @@ def _parse_sentence(block: list[tuple[int, str]], path: str, sentence: int) -> D
 
     comments: list[str] = []
     rows: list[tuple[int, conllu.models.Token]] = []
+    lines: dict[int, str] = {}  # token lines by number, for error columns and empty nodes
     for lineno, line in block:
         if line.startswith("#"):
             if rows:
@@ -212,6 +213,7 @@ def _parse_sentence(block: list[tuple[int, str]], path: str, sentence: int) -> D
             column = sum(len(c) + 1 for c in columns[:index]) + 1
             raise fail(f"cannot parse the {FIELDS[index].upper()} field: {error}", lineno, column) from None
         rows.append((lineno, token))
+        lines[lineno] = line
     if not rows:
         raise fail("sentence has comments but no token lines", block[-1][0], None, "token lines")
 
@@ -233,7 +235,7 @@ def _parse_sentence(block: list[tuple[int, str]], path: str, sentence: int) -> D
             major = token_id[0]
             if major != len(words):
                 raise fail(f"empty node {major}.{token_id[2]} out of place", lineno, 1, f"an id {len(words)}.N")
-            empty.append(EmptyNode(f"{major}.{token_id[2]}", tuple(_line_of(block, lineno).split("\t")[1:])))
+            empty.append(EmptyNode(f"{major}.{token_id[2]}", tuple(lines[lineno].split("\t")[1:])))
     n = len(words)
     if n == 0:
         raise fail("sentence has no syntactic words", rows[0][0], 1, "word lines with integer ids")
@@ -243,12 +245,12 @@ def _parse_sentence(block: list[tuple[int, str]], path: str, sentence: int) -> D
     heads: list[int] = []
     for lineno, token in words:
         head = token["head"]
-        line = _line_of(block, lineno)
-        head_column = sum(len(c) + 1 for c in line.split("\t")[:6]) + 1
         if not isinstance(head, int) or not 0 <= head <= n:
-            raise fail(f"head {head!r} of word {token['id']}", lineno, head_column, f"an integer from 0 to {n}")
+            raise fail(
+                f"head {head!r} of word {token['id']}", lineno, _head_column(lines[lineno]), f"an integer from 0 to {n}"
+            )
         if head == token["id"]:
-            raise fail(f"word {head} is its own head", lineno, head_column)
+            raise fail(f"word {head} is its own head", lineno, _head_column(lines[lineno]))
         heads.append(head)
     _check_tree(heads, fail, words)
     return DepTree(
@@ -267,11 +269,9 @@ def _parse_sentence(block: list[tuple[int, str]], path: str, sentence: int) -> D
     )
 
 
-def _line_of(block: list[tuple[int, str]], lineno: int) -> str:
-    for number, line in block:
-        if number == lineno:
-            return line
-    return ""
+def _head_column(line: str) -> int:
+    """1-based column where the HEAD field (the 7th) of a token line starts."""
+    return sum(len(c) + 1 for c in line.split("\t")[:6]) + 1
 
 
 def _check_tree(heads: list[int], fail, words) -> None:

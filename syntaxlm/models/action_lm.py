@@ -1,0 +1,455 @@
+"""GPT-2-style transformers over words or RNNG actions: the plain LM, PLM, PLM-mask and SCLM
+(structural guidance paper, Qian et al. 2021, §2; the authors' code is IBM/transformers-struct-guidance).
+
+One model, five readings of a tree, chosen by ``config.model``:
+
+- ``lm``: ``<s> w_1 .. w_n </s>`` (words as vocabulary pieces); loss on every piece and on ``</s>``:
+  ``p(x) = ∏_t p(x_t | x_<t)`` (Eq. 1).
+- ``plm``: ``<s>`` + the RNNG actions ``NT(X) .. words .. REDUCE`` (a word as its pieces, an
+  ``NT(X)`` or ``REDUCE`` one token); loss on every action: the joint ``p(x, y) = ∏_t p(a_t | a_<t)``
+  (Eq. 2, 6). No end symbol: the ``REDUCE`` that closes the root ends the sequence.
+- ``plm-mask``: PLM with two heads of every layer restricted by the parser state after each action
+  (§2.2): head 0 (buffer) sees only what precedes the innermost open constituent, head 1 (stack)
+  only that constituent; the other heads are causal. The masks are built on the device from the
+  per-position ``open_start`` field (``structure.plm_mask``); they replace ``M`` in Eq. 5 per head.
+- ``sclm-past`` / ``sclm-next``: the ``lm`` input plus a scaffold: a second softmax over action
+  n-grams on the last hidden state (Eq. 7), labelled as ``structure.sclm.scaffold_labels`` says.
+  Objective ``(1 − α)·lm + α·scaffold`` (Eq. 8, α = ``scaffold_weight``); words are scored with the
+  LM head alone.
+
+The blocks are ``layers.TransformerStack`` (pre-LN by default, GELU feed-forward), with learned
+absolute positions added to the token embeddings, and the output layer tied to the token
+embeddings (``tie_embeddings``). Softmaxes run over the whole vocabulary, as in the authors' code.
+
+Training data (``prepare``): trees with more than ``max_actions`` RNNG actions, with an empty
+constituent, or longer than ``max_length`` positions are skipped, as the authors' oracle skips
+them, whatever the model, so that all five train on the same sentences; a ``SkippedTreesWarning``
+says how many.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from syntaxlm.data.batching import Batch, RowCorpus, pad_rows
+from syntaxlm.errors import TreeError
+from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM
+from syntaxlm.models.layers.transformer import TransformerStack
+from syntaxlm.structure.actions import Actions, encode_actions, tree_to_actions
+from syntaxlm.structure.plm_mask import attention_head_masks, plm_mask_input
+from syntaxlm.structure.sclm import ActionNgramVocab, scaffold_labels
+from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK, UNK_ID, reject_string_sentence
+from syntaxlm.text.symbols import REDUCE
+from syntaxlm.trees.tree import Tree
+
+MODELS = ("lm", "plm", "plm-mask", "sclm-past", "sclm-next")
+ACTION_MODELS = ("plm", "plm-mask")
+SCAFFOLD_DIRECTIONS = {"sclm-past": "past", "sclm-next": "next"}
+NGRAMS = "ngrams"  # the name of the SCLM label vocabulary among the model's vocabularies
+
+
+class SkippedTreesWarning(UserWarning):
+    """``prepare`` left out trees it cannot train on (too many actions, an empty constituent, too long)."""
+
+
+@dataclass
+class ActionLMConfig(ModelConfig):
+    """``model`` is one of ``MODELS``; the other fields are those of a GPT-2-style transformer,
+    plus ``scaffold_weight`` (SCLM's α) and ``max_actions`` (training trees with more RNNG
+    actions are skipped)."""
+
+    model: str = "lm"
+    attention_dropout: float = 0.1
+    max_length: int = 1024
+    pre_ln: bool = True
+    tie_embeddings: bool = True
+    scaffold_weight: float = 0.5
+    max_actions: int = 500
+
+    def check(self) -> None:
+        if self.model not in MODELS:
+            raise ConfigError(
+                f"model.model {self.model!r} is not an action LM; expected one of {', '.join(MODELS)}"
+            )
+        super().check()
+        if self.model == "plm-mask" and self.n_heads < 2:
+            raise ConfigError(
+                f"model.n_heads must be at least 2 for plm-mask (a buffer and a stack head), got {self.n_heads}"
+            )
+        if not 0 <= self.attention_dropout < 1:
+            raise ConfigError(f"model.attention_dropout must be in [0, 1), got {self.attention_dropout}")
+        if self.max_length < 2:
+            raise ConfigError(f"model.max_length must be at least 2 positions, got {self.max_length}")
+        if not 0 <= self.scaffold_weight < 1:
+            raise ConfigError(
+                f"model.scaffold_weight (α) must be in [0, 1): the LM part weighs 1 − α, got {self.scaffold_weight}"
+            )
+        if self.max_actions < 1:
+            raise ConfigError(f"model.max_actions must be at least 1, got {self.max_actions}")
+
+
+class ActionLM(SyntacticLM):
+    """The plain LM, PLM, PLM-mask and SCLM (see the module docstring)."""
+
+    config_class: ClassVar[type[ModelConfig]] = ActionLMConfig
+    name: ClassVar[str] = "action-lm"
+    config: ActionLMConfig
+
+    def __init__(self, config: ActionLMConfig, vocabularies: dict[str, Any]):
+        super().__init__(config, vocabularies)
+        self.reads_actions = config.model in ACTION_MODELS
+        self.direction = SCAFFOLD_DIRECTIONS.get(config.model)
+        vocab = self.vocab
+        if self.reads_actions and REDUCE not in vocab.symbols:
+            raise ConfigError(
+                f"{config.model} reads RNNG actions, but the vocabulary has no {REDUCE} symbol; "
+                "build it with the treebank's rnng (or both) nonterminal symbols"
+            )
+        if self.direction and NGRAMS not in self.vocabularies:
+            raise ConfigError(
+                f"{config.model} needs the {NGRAMS!r} vocabulary of action n-grams "
+                "(ActionLM.vocabularies_for makes it from the training trees)"
+            )
+        # Words that are spelled like a symbol or special token are read as <unk> (as encode_actions does).
+        self._atomic = frozenset(vocab.symbols).union(SPECIAL_TOKENS)
+
+        d = config.d_model
+        self.token_embedding = nn.Embedding(len(vocab), d)
+        self.position_embedding = nn.Embedding(config.max_length, d)
+        self.embedding_dropout = nn.Dropout(config.dropout)
+        self.transformer = TransformerStack(
+            config.n_layers,
+            d,
+            config.n_heads,
+            config.d_ff,
+            config.dropout,
+            attention_dropout=config.attention_dropout,
+            relative=False,
+            pre_ln=config.pre_ln,
+        )
+        # Tied: the logits are computed with the token embeddings (Eq. 6), no second matrix.
+        self.lm_head = None if config.tie_embeddings else nn.Linear(d, len(vocab), bias=False)
+        self.scaffold_head = nn.Linear(d, len(self.vocabularies[NGRAMS])) if self.direction else None
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        """GPT-2: N(0, 0.02) weights, zero biases, residual projections scaled by 1/√(2·n_layers)."""
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.normal_(module.weight, std=0.02)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.Embedding):
+                nn.init.normal_(module.weight, std=0.02)
+        residual_std = 0.02 / math.sqrt(2 * self.config.n_layers)
+        for block in self.transformer.blocks:
+            nn.init.normal_(block.attention.out.weight, std=residual_std)
+            nn.init.normal_(block.ff[-1].weight, std=residual_std)
+
+    # --- vocabularies -------------------------------------------------------------------------
+
+    @classmethod
+    def vocabularies_for(cls, config: ModelConfig, trees: Sequence[Any], vocab) -> dict[str, Any]:
+        """The text vocabulary, and for SCLM the action n-grams of the (usable) training trees."""
+        if config.model not in SCAFFOLD_DIRECTIONS:
+            return {"vocab": vocab}
+        usable = (actions for actions in map(_rnng_actions, trees) if actions is not None)
+        return {"vocab": vocab, NGRAMS: ActionNgramVocab.build(usable)}
+
+    @classmethod
+    def load_vocabularies(cls, folder: Path, names: Sequence[str]) -> dict[str, Any]:
+        loaded = super().load_vocabularies(folder, [name for name in names if name != NGRAMS])
+        if NGRAMS in names:
+            loaded[NGRAMS] = ActionNgramVocab.load(Path(folder) / NGRAMS)
+        return loaded
+
+    @property
+    def loss_weights(self) -> dict[str, float]:
+        if self.direction:
+            alpha = self.config.scaffold_weight
+            return {"lm": 1.0 - alpha, "scaffold": alpha}  # Eq. 8 with the authors' α
+        return {"lm": 1.0}
+
+    # --- the network --------------------------------------------------------------------------
+
+    def forward(self, inputs: Tensor, open_start: Tensor | None = None) -> Tensor:
+        """Last hidden states ``[B, L, d]`` of ``inputs`` ``[B, L]`` (``open_start`` ``[B, L]`` for
+        plm-mask: where the innermost open constituent after each position began, −1 if none)."""
+        length = inputs.shape[1]
+        if length > self.config.max_length:
+            raise ValueError(
+                f"a sequence of {length} positions is longer than max_length {self.config.max_length}"
+            )
+        positions = torch.arange(length, device=inputs.device)
+        x = self.token_embedding(inputs) + self.position_embedding(positions)
+        hidden, _ = self.transformer(self.embedding_dropout(x), self.attention_mask(length, open_start))
+        return hidden
+
+    def attention_mask(self, length: int, open_start: Tensor | None = None) -> Tensor:
+        """``True`` = may attend: causal ``[1, 1, L, L]``, or for plm-mask ``[B, H, L, L]`` with the
+        buffer (0) and stack (1) heads restricted by ``open_start``. Right padding needs no mask:
+        padded keys lie in the future of every real position."""
+        device = self.token_embedding.weight.device
+        positions = torch.arange(length, device=device)
+        if self.config.model != "plm-mask":
+            return (positions[None, :] <= positions[:, None])[None, None]
+        if open_start is None:
+            raise ValueError("plm-mask needs open_start, the parser state of every position")
+        return attention_head_masks(open_start.to(device), positions, positions, self.config.n_heads)
+
+    def lm_logits(self, hidden: Tensor) -> Tensor:
+        """Scores over the vocabulary (Eq. 6): hidden states times the (tied) output embeddings."""
+        if self.lm_head is None:
+            return F.linear(hidden, self.token_embedding.weight)
+        return self.lm_head(hidden)
+
+    # --- training -----------------------------------------------------------------------------
+
+    def prepare(self, trees: Sequence[Tree]) -> RowCorpus:
+        """Rows ``inputs``/``labels`` (``labels[t]`` = the token after ``inputs[t]``, 0 = none), plus
+        ``open_start`` for plm-mask and ``scaffold`` (n-gram label id + 1, 0 = none) for SCLM.
+
+        SCLM rows: ``inputs`` ``<s> p_1 .. p_P`` with one scaffold label per position; the label of
+        ``<s>`` in sclm-past is the pad label, counted as in the authors' loss.
+        """
+        rows: dict[str, list[np.ndarray]] = {"inputs": [], "labels": []}
+        if self.config.model == "plm-mask":
+            rows["open_start"] = []
+        if self.direction:
+            rows["scaffold"] = []
+        skipped = {"too_many_actions": 0, "empty_constituent": 0, "too_long": 0}
+        n_trees = 0
+        for tree in trees:
+            n_trees += 1
+            actions = _rnng_actions(tree)
+            if actions is None:
+                skipped["empty_constituent"] += 1
+                continue
+            if len(actions) > self.config.max_actions:
+                skipped["too_many_actions"] += 1
+                continue
+            row = self._training_row(tree, actions)
+            if len(row["inputs"]) > self.config.max_length:
+                skipped["too_long"] += 1
+                continue
+            for name, values in row.items():
+                rows[name].append(values)
+        if any(skipped.values()):
+            warnings.warn(
+                f"prepare skipped {sum(skipped.values())} of {n_trees} trees: "
+                f"{skipped['too_many_actions']} with more than {self.config.max_actions} actions, "
+                f"{skipped['empty_constituent']} with an empty constituent, "
+                f"{skipped['too_long']} longer than max_length {self.config.max_length} positions",
+                SkippedTreesWarning,
+                stacklevel=2,
+            )
+        lengths = np.array([len(inputs) for inputs in rows["inputs"]], dtype=np.int64)
+        fill = {"open_start": -1} if "open_start" in rows else {}
+        fields = {
+            name: pad_rows(values, fill=fill.get(name, 0), dtype=np.int32) for name, values in rows.items()
+        }
+        targets = {"lm": "labels", "scaffold": "scaffold"} if self.direction else {"lm": "labels"}
+        return RowCorpus(fields, lengths, target_fields=targets, order="shuffled", fill=fill)
+
+    def _training_row(self, tree: Tree, actions: Actions) -> dict[str, np.ndarray]:
+        if self.reads_actions:
+            sequence = self._action_sequence(actions)
+            row = {"inputs": sequence["ids"][:-1], "labels": sequence["ids"][1:]}
+            if "open_start" in sequence:
+                row["open_start"] = sequence["open_start"][:-1]
+            return row
+        if self.direction:
+            scaffold = scaffold_labels(
+                actions, self.vocab, self.vocabularies[NGRAMS], direction=self.direction
+            )
+            ids = self._unk_atomic_words(scaffold.ids, actions.words, scaffold.word_index)
+            return {"inputs": ids, "labels": np.append(ids[1:], EOS_ID), "scaffold": scaffold.labels + 1}
+        ids, _ = self._word_pieces(actions.words)
+        return {"inputs": np.insert(ids, 0, BOS_ID), "labels": np.append(ids, EOS_ID)}
+
+    def loss(self, batch: Batch, state: Any = None) -> LossOutput:
+        """NLL sums (nats): ``lm`` over the targets of ``labels`` (every action for PLM), and for SCLM
+        ``scaffold`` over the n-gram labels; counts are the global batch's (``batch.counts``)."""
+        device = self.token_embedding.weight.device
+        inputs = batch["inputs"].to(device).long()
+        labels = batch["labels"].to(device).long()
+        open_start = batch["open_start"].to(device) if self.config.model == "plm-mask" else None
+        hidden = self(inputs, open_start)
+        is_target = labels != PAD_ID
+        sums = {"lm": F.cross_entropy(self.lm_logits(hidden[is_target]), labels[is_target], reduction="sum")}
+        if self.direction:
+            scaffold = batch["scaffold"].to(device).long()
+            has_label = scaffold != 0
+            logits = self.scaffold_head(hidden[has_label])
+            sums["scaffold"] = F.cross_entropy(logits, scaffold[has_label] - 1, reduction="sum")  # Eq. 7
+        return LossOutput(sums=sums, counts=dict(batch.counts))
+
+    # --- scoring ------------------------------------------------------------------------------
+
+    def word_logprobs(
+        self,
+        sentences: Sequence[Sequence[str]],
+        *,
+        trees: Sequence[Tree] | None = None,
+        eos: bool = False,
+        batch_size: int = 16,
+    ) -> list[Tensor]:
+        """Natural-log ``p(word | prefix)`` of every word (its pieces summed), one float64 tensor per sentence.
+
+        ``lm`` and SCLM: exact word probabilities (SCLM from its LM head). With ``eos=True`` each
+        tensor has one more entry, ``log p(</s> | sentence)``, so that it sums to ``log p(x)``.
+
+        ``plm`` and ``plm-mask`` model the joint ``p(x, y)`` and need ``trees=`` (one per sentence,
+        whose leaves are the sentence): a word's entry is the log-prob of the structure actions
+        since the previous word plus that of its pieces, and the ``eos`` entry that of the actions
+        after the last word (the closing ``REDUCE``s), so that with ``eos=True`` the entries sum
+        to ``log p(x, y)``. Marginalising over trees is the inference layer's work.
+        """
+        if isinstance(sentences, str):
+            raise TypeError("sentences must be a sequence of sentences, each a sequence of words")
+        sentences = list(sentences)
+        for index, sentence in enumerate(sentences):
+            reject_string_sentence(sentence, index)
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if self.reads_actions:
+            if trees is None:
+                raise ValueError(
+                    f"{self.config.model} is a joint model of words and trees: give trees= (one per "
+                    "sentence) to score words under a tree; marginalising over trees belongs to syntaxlm.inference"
+                )
+            trees = list(trees)
+            if len(trees) != len(sentences):
+                raise ValueError(f"got {len(trees)} trees for {len(sentences)} sentences")
+            items = [
+                self._joint_item(i, sentence, tree)
+                for i, (sentence, tree) in enumerate(zip(sentences, trees))
+            ]
+        else:
+            items = [self._word_item(sentence) for sentence in sentences]
+        for index, item in enumerate(items):
+            if len(item["inputs"]) > self.config.max_length:
+                raise ValueError(
+                    f"sentence {index}: {len(item['inputs'])} positions exceed max_length {self.config.max_length}"
+                )
+        scores = self._target_logprobs(items, batch_size)
+        out = []
+        for sentence, item, logprobs in zip(sentences, items, scores):
+            # Per word; slot len(sentence) takes </s> (or PLM's actions after the last word).
+            words = torch.zeros(len(sentence) + 1, dtype=torch.float64)
+            words.index_add_(0, torch.from_numpy(item["group"]).long(), logprobs.double())
+            out.append(words if eos else words[:-1])
+        return out
+
+    def _word_item(self, words: Sequence[str]) -> dict[str, np.ndarray]:
+        """``<s>`` + pieces → pieces + ``</s>``; each target's word, ``</s>`` in slot ``len(words)``."""
+        ids, word_index = self._word_pieces(words)
+        return {
+            "inputs": np.insert(ids, 0, BOS_ID),
+            "targets": np.append(ids, EOS_ID),
+            "group": np.append(word_index, len(words)),
+        }
+
+    def _joint_item(self, index: int, words: Sequence[str], tree: Tree) -> dict[str, np.ndarray]:
+        """``<s>`` + actions under ``tree``; a structure action counts toward the next word."""
+        if not isinstance(tree, Tree):
+            raise TypeError(f"trees[{index}] is {type(tree).__name__}, not a Tree")
+        if tree.leaves() != list(words):
+            raise ValueError(f"sentence {index}: the words of trees[{index}] differ from the sentence")
+        try:
+            actions = tree_to_actions(tree, "rnng")
+        except TreeError as error:
+            raise ValueError(f"trees[{index}]: {error}") from None
+        sequence = self._action_sequence(actions)
+        word_index = sequence["word_index"][1:]  # of the targets: every position after <s>
+        started = np.cumsum(_first_pieces(word_index))  # words begun up to each action
+        group = np.where(word_index >= 0, word_index, started)
+        item = {"inputs": sequence["ids"][:-1], "targets": sequence["ids"][1:], "group": group}
+        if "open_start" in sequence:
+            item["open_start"] = sequence["open_start"][:-1]
+        return item
+
+    @torch.no_grad()
+    def _target_logprobs(self, items: list[dict[str, np.ndarray]], batch_size: int) -> list[Tensor]:
+        """``log p(targets[t] | inputs[:t + 1])`` of every item, in eval mode, batched by length."""
+        was_training = self.training
+        self.eval()
+        device = self.token_embedding.weight.device
+        results: list[Tensor] = [torch.zeros(0)] * len(items)
+        order = sorted(range(len(items)), key=lambda i: len(items[i]["inputs"]))
+        try:
+            for start in range(0, len(order), batch_size):
+                chosen = order[start : start + batch_size]
+                inputs = torch.from_numpy(pad_rows([items[i]["inputs"] for i in chosen], PAD_ID)).to(device)
+                targets = torch.from_numpy(pad_rows([items[i]["targets"] for i in chosen], PAD_ID)).to(device)
+                open_start = None
+                if self.config.model == "plm-mask":
+                    open_start = torch.from_numpy(pad_rows([items[i]["open_start"] for i in chosen], -1)).to(
+                        device
+                    )
+                hidden = self(inputs, open_start)
+                lengths = torch.tensor([len(items[i]["inputs"]) for i in chosen], device=device)
+                real = torch.arange(inputs.shape[1], device=device)[None, :] < lengths[:, None]
+                logprobs = self.lm_logits(hidden[real]).float().log_softmax(-1)
+                picked = logprobs.gather(-1, targets[real][:, None])[:, 0].cpu()
+                for i, values in zip(chosen, picked.split(lengths.tolist())):
+                    results[i] = values
+        finally:
+            self.train(was_training)
+        return results
+
+    # --- encoding -----------------------------------------------------------------------------
+
+    def _word_pieces(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Piece ids of ``words`` and the word of each piece; a word spelled like a symbol or a
+        special token (``REDUCE``, ``<s>``) is read as ``<unk>``."""
+        words = [UNK if word in self._atomic else word for word in words]
+        encoding = self.vocab.encode_words(words)
+        return np.asarray(encoding.ids, dtype=np.int32), np.asarray(encoding.word_index, dtype=np.int32)
+
+    def _unk_atomic_words(self, ids: np.ndarray, words: Sequence[str], word_index: np.ndarray) -> np.ndarray:
+        """``ids`` (``<s>`` + pieces, ``word_index`` −1 at ``<s>``) with atomic-spelled words as ``<unk>``."""
+        clashes = [i for i, word in enumerate(words) if word in self._atomic]
+        if not clashes:
+            return ids
+        ids = ids.copy()
+        ids[np.isin(word_index, clashes)] = UNK_ID  # such a word is one piece, itself
+        return ids
+
+    def _action_sequence(self, actions: Actions) -> dict[str, np.ndarray]:
+        """``<s>`` + the encoded actions: ``ids``, ``word_index`` (−1 for ``<s>`` and NT/REDUCE) and,
+        for plm-mask, ``open_start``."""
+        encoded = encode_actions(actions, self.vocab)
+        if self.config.model == "plm-mask":
+            model_input = plm_mask_input(encoded)
+            ids, open_start = model_input.ids, model_input.open_start
+        else:
+            ids, open_start = np.insert(encoded.ids, 0, BOS_ID), None
+        sequence = {"ids": ids.astype(np.int32), "word_index": np.insert(encoded.word_index, 0, -1)}
+        if open_start is not None:
+            sequence["open_start"] = open_start
+        return sequence
+
+
+def _rnng_actions(tree: Tree) -> Actions | None:
+    """The RNNG actions of ``tree``, or ``None`` if it has an empty constituent (skipped)."""
+    try:
+        return tree_to_actions(tree, "rnng")
+    except TreeError:
+        return None
+
+
+def _first_pieces(word_index: np.ndarray) -> np.ndarray:
+    """Whether each position is the first piece of a word (``word_index`` −1 = not a word)."""
+    previous = np.insert(word_index[:-1], 0, -1)
+    return (word_index >= 0) & (word_index != previous)

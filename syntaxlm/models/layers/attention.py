@@ -1,0 +1,190 @@
+"""Multi-head attention with a boolean mask and Transformer-XL relative positions.
+
+One module serves every transformer in the library, configured by what it is given:
+
+- ``mask``: ``[B, 1 or H, Q, K]`` booleans, ``True`` = may attend (causal, TG's STACK/COMPOSE, or
+  PLM-mask's per-head masks); keys are ``[memory; segment]``.
+- ``relative``: bucket indices ``[B, Q, K]`` into a table of ``n_buckets`` relative positions, or
+  ``None`` for attention without position terms (GPT-2-style models add absolute positions to
+  their inputs; TG's no-position ablation uses none at all).
+
+With relative positions the score is Transformer-XL's (Dai et al. 2019; TG paper §2.2)
+
+    s_ij = (q_i + u)ᵀ k_j + (q_i + v)ᵀ r_{R_ij},    r_b = W_r p_b,
+
+with ``p_b`` a sinusoidal (or learned) vector of relative position ``b``. The position term is
+computed once per bucket, ``[B, H, Q, n_buckets]``, and gathered at ``R_ij``: the ``Q × K × d``
+tensor of the naive form is never built.
+
+Kernels: on the CPU (and wherever FlexAttention is not available) the mask and the position term
+are folded into one additive float mask for ``scaled_dot_product_attention``, which has a CPU
+backward. On CUDA, FlexAttention takes the position term as a ``score_mod`` and the mask as a
+block mask, so fully masked blocks — most of a TG segment — are skipped (when attention
+dropout is on, ``auto`` takes SDPA: FlexAttention cannot drop attention probabilities). ``kernel="sdpa"`` or
+``"flex"`` forces one; the two give the same numbers (``tests/models/test_attention.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+Kernel = Literal["auto", "sdpa", "flex"]
+
+
+def sinusoidal_table(positions: Tensor, d_model: int) -> Tensor:
+    """``[P, d_model]`` sinusoidal vectors of (possibly negative) relative positions (Vaswani et al.)."""
+    half = d_model // 2
+    frequencies = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float32) / max(half, 1))
+    angles = positions.float()[:, None] * frequencies[None, :]
+    table = torch.cat([torch.sin(angles), torch.cos(angles)], dim=-1)
+    if d_model % 2:
+        table = F.pad(table, (0, 1))
+    return table
+
+
+class RelativePositions(nn.Module):
+    """The relative positions ``lowest..highest`` (clipped into that range) as a table of vectors."""
+
+    def __init__(self, d_model: int, lowest: int, highest: int, *, learned: bool = False):
+        super().__init__()
+        if highest < lowest:
+            raise ValueError(f"relative position range [{lowest}, {highest}] is empty")
+        self.lowest, self.highest = lowest, highest
+        positions = torch.arange(lowest, highest + 1)
+        if learned:
+            self.learned = nn.Parameter(torch.randn(len(positions), d_model) * 0.02)
+        else:
+            self.learned = None
+            self.register_buffer("sinusoids", sinusoidal_table(positions, d_model), persistent=False)
+
+    @property
+    def n_buckets(self) -> int:
+        return self.highest - self.lowest + 1
+
+    def table(self) -> Tensor:
+        return self.learned if self.learned is not None else self.sinusoids
+
+    def buckets(self, relative: Tensor) -> Tensor:
+        """Relative positions → bucket indices (clipped into the range)."""
+        return (relative.clamp(self.lowest, self.highest) - self.lowest).long()
+
+
+class Attention(nn.Module):
+    """Multi-head attention over ``[memory; x]`` (see the module docstring)."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, *, relative: bool = True):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model {d_model} is not a multiple of n_heads {n_heads}")
+        self.n_heads, self.d_head = n_heads, d_model // n_heads
+        self.query = nn.Linear(d_model, d_model)
+        self.key_value = nn.Linear(d_model, 2 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+        self.dropout = dropout
+        if relative:
+            self.position = nn.Linear(d_model, d_model, bias=False)  # W_r
+            self.content_bias = nn.Parameter(torch.zeros(n_heads, self.d_head))  # u
+            self.position_bias = nn.Parameter(torch.zeros(n_heads, self.d_head))  # v
+        else:
+            self.position = None
+
+    def forward(
+        self,
+        x: Tensor,
+        mask: Tensor,
+        *,
+        memory: Tensor | None = None,
+        relative: Tensor | None = None,
+        position_table: Tensor | None = None,
+        kernel: Kernel = "auto",
+    ) -> Tensor:
+        """``x`` ``[B, Q, d]``, ``memory`` ``[B, M, d]``, ``mask`` ``[B, 1|H, Q, M+Q]``,
+        ``relative`` ``[B, Q, M+Q]`` bucket indices into ``position_table`` ``[n_buckets, d]``."""
+        batch, length, _ = x.shape
+        keys_in = x if memory is None else torch.cat([memory, x], dim=1)
+        q = self._heads(self.query(x))
+        k, v = (self._heads(t) for t in self.key_value(keys_in).chunk(2, dim=-1))
+        scale = 1.0 / math.sqrt(self.d_head)
+        bias = None
+        if self.position is not None:
+            if relative is None or position_table is None:
+                raise ValueError("this attention has relative positions: give relative and position_table")
+            r = self.position(position_table.to(x.dtype)).view(-1, self.n_heads, self.d_head)
+            # (q_i + v)ᵀ r_b for every bucket b, then gathered at b = R_ij: [B, H, Q, n_buckets].
+            per_bucket = torch.einsum("bhqd,nhd->bhqn", q + self.position_bias[:, None], r) * scale
+            bias = (per_bucket, relative)
+            q = q + self.content_bias[:, None]
+        # A row that may attend nowhere (padding) attends everywhere instead: no NaN, never used.
+        mask = mask | ~mask.any(dim=-1, keepdim=True)
+        dropout = self.dropout if self.training else 0.0
+        if _use_flex(kernel, x, dropout):
+            out = _flex_attention(q, k, v, mask, bias, scale, dropout)
+        else:
+            additive = torch.zeros(mask.shape, dtype=q.dtype, device=q.device)
+            if bias is not None:
+                per_bucket, relative = bias
+                index = relative[:, None].expand(batch, self.n_heads, length, relative.shape[-1])
+                additive = per_bucket.gather(-1, index)
+            additive = additive.masked_fill(~mask, float("-inf"))
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=additive, dropout_p=dropout, scale=scale)
+        return self.out(out.transpose(1, 2).reshape(batch, length, -1))
+
+    def _heads(self, t: Tensor) -> Tensor:
+        return t.view(t.shape[0], t.shape[1], self.n_heads, self.d_head).transpose(1, 2)
+
+
+def flex_available() -> bool:
+    try:
+        from torch.nn.attention import flex_attention  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _use_flex(kernel: Kernel, x: Tensor, dropout: float) -> bool:
+    """FlexAttention has no dropout on attention probabilities: ``auto`` then takes SDPA."""
+    if kernel == "sdpa":
+        return False
+    if kernel == "flex":
+        return True
+    return x.is_cuda and not dropout and flex_available()
+
+
+_compiled_flex = None
+
+
+def _flex_attention(q, k, v, mask, bias, scale, dropout) -> Tensor:
+    """FlexAttention: the position term as a score_mod, the mask as a block mask (CUDA path)."""
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    global _compiled_flex
+    if dropout:
+        raise ValueError("FlexAttention has no attention dropout; set the model's attention dropout to 0")
+    batch, heads, length, _ = q.shape
+    n_keys = k.shape[2]
+    per_head_mask = mask.shape[1] > 1
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        return mask[b, h if per_head_mask else 0, q_idx, kv_idx]
+
+    block_mask = create_block_mask(
+        mask_mod, batch, heads if per_head_mask else None, length, n_keys, device=q.device, _compile=q.is_cuda
+    )
+    score_mod = None
+    if bias is not None:
+        per_bucket, relative = bias
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return score + per_bucket[b, h, q_idx, relative[b, q_idx, kv_idx]]
+
+    attend = flex_attention
+    if q.is_cuda:
+        if _compiled_flex is None:
+            _compiled_flex = torch.compile(flex_attention, dynamic=False)
+        attend = _compiled_flex
+    return attend(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale)

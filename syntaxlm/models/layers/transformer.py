@@ -1,0 +1,140 @@
+"""Transformer blocks and stacks with Transformer-XL segment memory.
+
+``TransformerStack`` runs ``n_layers`` blocks over a segment ``[B, L, d]``. Each layer ``l`` may
+also see a memory ``[B, M, d]`` of earlier hidden states *entering* that layer (Transformer-XL:
+the memory of layer ``l`` holds layer ``l − 1`` outputs). After the segment, ``next_memory`` builds
+the next segment's memory by gathering from ``[memory; layer input]`` with the index rows that the
+structure layer computed (``TGSegments.next_memory_source``: the previous ``M`` positions, or TG's
+smart memory — the positions still on the stack). Memories are detached: gradients stop at a
+segment boundary, as in Transformer-XL.
+
+Blocks are post-LN (TG, Transformer-XL) or pre-LN (GPT-2) with a GELU feed-forward layer; the
+option ``separate_compose`` gives COMPOSE rows their own attention weights (a TG ablation).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from syntaxlm.models.layers.attention import Attention, Kernel
+
+
+class Block(nn.Module):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float,
+        *,
+        attention_dropout: float = 0.0,
+        relative: bool = True,
+        pre_ln: bool = False,
+        separate_compose: bool = False,
+    ):
+        super().__init__()
+        self.pre_ln = pre_ln
+        self.attention = Attention(d_model, n_heads, attention_dropout, relative=relative)
+        self.compose_attention = (
+            Attention(d_model, n_heads, attention_dropout, relative=relative) if separate_compose else None
+        )
+        self.attention_norm = nn.LayerNorm(d_model)
+        self.ff_norm = nn.LayerNorm(d_model)
+        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, mask: Tensor, *, compose: Tensor | None = None, **attention) -> Tensor:
+        memory = attention.pop("memory", None)
+        if self.pre_ln:
+            h = self.attention_norm(x)
+            if memory is not None:
+                memory = self.attention_norm(memory)
+            x = x + self.dropout(self._attend(h, mask, compose, memory, attention))
+            return x + self.dropout(self.ff(self.ff_norm(x)))
+        x = self.attention_norm(x + self.dropout(self._attend(x, mask, compose, memory, attention)))
+        return self.ff_norm(x + self.dropout(self.ff(x)))
+
+    def _attend(self, x, mask, compose, memory, attention) -> Tensor:
+        out = self.attention(x, mask, memory=memory, **attention)
+        if self.compose_attention is None or compose is None:
+            return out
+        composed = self.compose_attention(x, mask, memory=memory, **attention)
+        return torch.where(compose[..., None], composed, out)
+
+
+class TransformerStack(nn.Module):
+    """``n_layers`` blocks; returns the last hidden states and each layer's input (for memory)."""
+
+    def __init__(
+        self,
+        n_layers: int,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float,
+        *,
+        attention_dropout: float = 0.0,
+        relative: bool = True,
+        pre_ln: bool = False,
+        separate_compose: bool = False,
+    ):
+        super().__init__()
+        self.blocks = nn.ModuleList(
+            Block(
+                d_model,
+                n_heads,
+                d_ff,
+                dropout,
+                attention_dropout=attention_dropout,
+                relative=relative,
+                pre_ln=pre_ln,
+                separate_compose=separate_compose,
+            )
+            for _ in range(n_layers)
+        )
+        self.final_norm = nn.LayerNorm(d_model) if pre_ln else nn.Identity()
+
+    def forward(
+        self,
+        x: Tensor,
+        mask: Tensor,
+        *,
+        memories: list[Tensor] | None = None,
+        relative: Tensor | None = None,
+        position_table: Tensor | None = None,
+        compose: Tensor | None = None,
+        kernel: Kernel = "auto",
+    ) -> tuple[Tensor, list[Tensor]]:
+        layer_inputs = []
+        for i, block in enumerate(self.blocks):
+            layer_inputs.append(x)
+            x = block(
+                x,
+                mask,
+                compose=compose,
+                memory=None if memories is None else memories[i],
+                relative=relative,
+                position_table=position_table,
+                kernel=kernel,
+            )
+        return self.final_norm(x), layer_inputs
+
+
+def next_memory(memories: list[Tensor] | None, layer_inputs: list[Tensor], source: Tensor) -> list[Tensor]:
+    """Each layer's next memory ``[B, M, d]``: ``[memory; layer input][source]``, zeros where ``−1``.
+
+    ``source`` ``[B, M]`` indexes the ``M + L`` keys of the segment just run (detached); without
+    ``memories`` (a first segment) the ``M`` memory keys are empty."""
+    out = []
+    for i, inputs in enumerate(layer_inputs):
+        if memories is None:
+            empty = inputs.new_zeros(inputs.shape[0], source.shape[1], inputs.shape[-1])
+            keys = torch.cat([empty, inputs], dim=1)
+        else:
+            keys = torch.cat([memories[i], inputs], dim=1)
+        keys = keys.detach()
+        index = source.clamp(min=0).long()[..., None].expand(-1, -1, keys.shape[-1])
+        gathered = keys.gather(1, index)
+        out.append(gathered.masked_fill((source < 0)[..., None], 0.0))
+    return out

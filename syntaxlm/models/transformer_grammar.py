@@ -1,0 +1,347 @@
+"""Transformer Grammars and their Transformer-XL baselines (TG paper, Sartran et al. 2022).
+
+One model, three inputs (``config.model``), all made by ``syntaxlm.structure.tg``:
+
+- ``"tg"``: ``<s>`` + the Choe–Charniak actions with every closer duplicated (§2.1): the first
+  copy COMPOSEs (attends to the closed constituent's opener and children, predicts nothing), the
+  second STACKs (attends to everything on the stack) and predicts the next action. Relative
+  positions are depth differences, ``R_ij = δ(i) − δ(j)``.
+- ``"txl-trees"``: the same actions without duplication, causal attention, linear positions.
+- ``"txl-terminals"``: ``<s>`` + the words + ``</s>``, causal, linear positions.
+
+The model is Transformer-XL (§2.2): post-LN blocks whose attention adds a relative-position term
+(``layers/attention.py``), over segments of ``segment_length`` positions that also see
+``memory_length`` slots of earlier hidden states per layer. For TG the memory is *smart*: the
+positions still on the stack, so composed subtrees leave it. A sentence that fits one segment
+needs no memory, and such a corpus is trained in shuffled batches cut to their longest row;
+longer sequences (documents, as one ``(DOC ...)`` tree) are trained as streams that pass the
+memory from batch to batch.
+
+The STACK/COMPOSE mask and the relative positions are expanded here, on the model's device, from
+per-position vectors (``stack_compose_mask``): a TXL input has no COMPOSE and nothing popped, so
+the same code gives the causal mask, and the one attention layer configured with a causal mask and
+linear positions *is* the Transformer-XL layer.
+
+Ablations of §4.1 are options: ``positions="none"`` (no position information), ``"linear"`` for
+TG (linear instead of depth distances), ``separate_compose`` (own attention weights for COMPOSE).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from syntaxlm.data.batching import Batch, RowCorpus
+from syntaxlm.errors import SentenceError
+from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM
+from syntaxlm.models.layers.attention import Kernel, RelativePositions
+from syntaxlm.models.layers.transformer import TransformerStack, next_memory
+from syntaxlm.structure.tg import (
+    NEVER,
+    VARIANTS,
+    TGSegments,
+    TGSequences,
+    segment_sequences,
+    stack_compose_mask,
+    tree_sequences,
+)
+from syntaxlm.text.base import EOS_ID, PAD_ID
+from syntaxlm.trees.tree import Tree
+
+POSITIONS = ("auto", "depth", "linear", "none")
+
+# Per-position fields a model batch carries, and their padding values.
+_SEGMENT_FIELDS = {
+    "inputs": PAD_ID,
+    "labels": PAD_ID,
+    "compose": 0,
+    "depth": 0,
+    "position": -1,
+    "popped_at": NEVER,
+}
+_MEMORY_FIELDS = {
+    "memory_position": -1,
+    "memory_depth": 0,
+    "memory_popped_at": NEVER,
+    "next_memory_source": -1,
+}
+
+
+@dataclass
+class TransformerGrammarConfig(ModelConfig):
+    model: str = "tg"
+    attention_dropout: float = 0.0
+    segment_length: int = 256
+    memory_length: int = 256
+    smart_memory: bool = True
+    positions: str = "auto"
+    relative_min: int = -1
+    relative_max: int = 62
+    learned_positions: bool = False
+    separate_compose: bool = False
+    pre_ln: bool = False
+    tie_embeddings: bool = True
+
+    def check(self) -> None:
+        super().check()
+        if self.model not in VARIANTS:
+            raise ConfigError(f"model must be one of {', '.join(VARIANTS)}, got {self.model!r}")
+        if self.positions not in POSITIONS:
+            raise ConfigError(
+                f"model.positions must be one of {', '.join(POSITIONS)}, got {self.positions!r}"
+            )
+        if self.positions == "depth" and self.model != "tg":
+            raise ConfigError(
+                f"model.positions 'depth' needs the TG input; {self.model} has linear positions"
+            )
+        if self.segment_length < 1 or self.memory_length < 0:
+            raise ConfigError(
+                f"model.segment_length must be >= 1 and model.memory_length >= 0, got "
+                f"{self.segment_length} and {self.memory_length}"
+            )
+        if self.relative_max < self.relative_min:
+            raise ConfigError(
+                f"model.relative_min ({self.relative_min}) must not exceed model.relative_max ({self.relative_max})"
+            )
+
+    @property
+    def position_kind(self) -> str:
+        if self.positions != "auto":
+            return self.positions
+        return "depth" if self.model == "tg" else "linear"
+
+
+class TransformerGrammar(SyntacticLM):
+    config_class = TransformerGrammarConfig
+
+    def __init__(self, config: TransformerGrammarConfig, vocabularies: dict[str, Any]):
+        super().__init__(config, vocabularies)
+        d = config.d_model
+        self.embedding = nn.Embedding(len(self.vocab), d)
+        nn.init.normal_(self.embedding.weight, std=0.02)
+        self.embedding_dropout = nn.Dropout(config.dropout)
+        relative = config.position_kind != "none"
+        self.relative_positions = (
+            RelativePositions(d, config.relative_min, config.relative_max, learned=config.learned_positions)
+            if relative
+            else None
+        )
+        self.transformer = TransformerStack(
+            config.n_layers,
+            d,
+            config.n_heads,
+            config.d_ff,
+            config.dropout,
+            attention_dropout=config.attention_dropout,
+            relative=relative,
+            pre_ln=config.pre_ln,
+            separate_compose=config.separate_compose,
+        )
+        self.output = None if config.tie_embeddings else nn.Linear(d, len(self.vocab), bias=False)
+        self.output_bias = nn.Parameter(torch.zeros(len(self.vocab)))
+        self.kernel: Kernel = "auto"
+
+    @property
+    def variant(self) -> str:
+        return self.config.model
+
+    # --- data ------------------------------------------------------------------------------------
+
+    def sequences(self, trees: Sequence[Tree]) -> TGSequences:
+        """The model's input for each tree (Choe–Charniak view, no POS tags)."""
+        return tree_sequences(trees, self.vocab, self.variant)
+
+    def segments(self, sequences: TGSequences) -> TGSegments:
+        memory = "smart" if self.config.smart_memory else "previous"
+        return segment_sequences(
+            sequences, self.config.segment_length, memory_length=self.config.memory_length, memory=memory
+        )
+
+    def prepare(self, trees: Sequence[Tree]) -> RowCorpus:
+        sequences = self.sequences(trees)
+        segments = self.segments(sequences)
+        streams = bool(np.any(segments.segment > 0))
+        names = dict(_SEGMENT_FIELDS, **(_MEMORY_FIELDS if streams else {}))
+        fields = {name: getattr(segments, name) for name in names}
+        return RowCorpus(
+            fields=fields,
+            lengths=(segments.position >= 0).sum(axis=1),
+            target_fields={"lm": "labels"},
+            order="streams" if streams else "shuffled",
+            fill=names,
+            sequence=segments.sequence,
+        )
+
+    # --- the model -------------------------------------------------------------------------------
+
+    def forward(self, batch: Batch | dict[str, Tensor], memories: list[Tensor] | None = None):
+        """Logits ``[B, L, V]`` of a batch of segments, and each layer's input (for the memory)."""
+        inputs = batch["inputs"].long()
+        position = batch["position"]
+        compose = batch["compose"].bool()
+        has_memory = "memory_position" in batch and memories is not None
+        if has_memory:
+            key_position = torch.cat([batch["memory_position"], position], dim=1)
+            key_popped_at = torch.cat([batch["memory_popped_at"], batch["popped_at"]], dim=1)
+            key_depth = torch.cat([batch["memory_depth"], batch["depth"]], dim=1)
+        else:
+            memories = None
+            key_position, key_popped_at, key_depth = position, batch["popped_at"], batch["depth"]
+        mask = stack_compose_mask(position, compose, key_position, key_popped_at)[:, None]
+        relative = None
+        position_table = None
+        if self.relative_positions is not None:
+            if self.config.position_kind == "depth":
+                distance = batch["depth"][:, :, None] - key_depth[:, None, :]
+            else:
+                distance = position[:, :, None] - key_position[:, None, :]
+            relative = self.relative_positions.buckets(distance)
+            position_table = self.relative_positions.table()
+
+        x = self.embedding(inputs) * math.sqrt(self.config.d_model)
+        hidden, layer_inputs = self.transformer(
+            self.embedding_dropout(x),
+            mask,
+            memories=memories,
+            relative=relative,
+            position_table=position_table,
+            compose=compose if self.config.separate_compose else None,
+            kernel=self.kernel,
+        )
+        weight = self.embedding.weight if self.output is None else self.output.weight
+        return F.linear(hidden, weight, self.output_bias), layer_inputs
+
+    def loss(self, batch: Batch, state: list[Tensor] | None = None) -> LossOutput:
+        logits, layer_inputs = self(batch, state)
+        labels = batch["labels"].long()
+        targets = labels != PAD_ID  # COMPOSE positions and padding predict nothing
+        nll = F.cross_entropy(logits[targets].float(), labels[targets], reduction="sum")
+        next_state = None
+        if "next_memory_source" in batch:
+            next_state = next_memory(state, layer_inputs, batch["next_memory_source"])
+        return LossOutput({"lm": nll}, dict(batch.counts), next_state)
+
+    # --- scoring ---------------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def token_logprobs(self, sequences: TGSequences, *, batch_size: int = 32) -> list[np.ndarray]:
+        """``log p(label_t | prefix)`` at every position of every sequence (0 where no label)."""
+        was_training = self.training
+        self.eval()
+        try:
+            out: list[np.ndarray] = []
+            for first in range(0, len(sequences), batch_size):
+                chunk = _take(sequences, range(first, min(first + batch_size, len(sequences))))
+                out.extend(self._chunk_logprobs(chunk))
+            return out
+        finally:
+            self.train(was_training)
+
+    def _chunk_logprobs(self, sequences: TGSequences) -> list[np.ndarray]:
+        segments = self.segments(sequences)
+        lengths = sequences.lengths
+        out = [np.zeros(int(n)) for n in lengths]
+        memories = None  # per layer [n_sequences, M, d], rows indexed by sequence
+        device = self.device
+        for step in range(int(segments.segment.max()) + 1):
+            rows = np.flatnonzero(segments.segment == step)
+            owners = segments.sequence[rows]
+            tensors = {
+                name: torch.from_numpy(np.ascontiguousarray(getattr(segments, name)[rows])).to(device)
+                for name in (*_SEGMENT_FIELDS, *_MEMORY_FIELDS)
+            }
+            row_memories = None if memories is None else [m[owners] for m in memories]
+            logits, layer_inputs = self(tensors, row_memories if step else None)
+            if step == 0:
+                row_memories = None
+            new = next_memory(row_memories, layer_inputs, tensors["next_memory_source"])
+            if memories is None:
+                memories = [m.new_zeros(len(sequences), *m.shape[1:]) for m in new]
+            for layer, m in enumerate(new):
+                memories[layer][owners] = m
+            logprobs = torch.log_softmax(logits.float(), dim=-1)
+            labels = tensors["labels"].long()
+            picked = logprobs.gather(-1, labels[..., None])[..., 0].masked_fill(labels == PAD_ID, 0.0)
+            picked = picked.cpu().numpy()
+            for row, owner in enumerate(owners):
+                positions = segments.position[rows[row]]
+                real = positions >= 0
+                out[owner][positions[real]] = picked[row][real]
+        return out
+
+    def word_logprobs(
+        self,
+        sentences: Sequence[Sequence[str]],
+        *,
+        trees: Sequence[Tree] | None = None,
+        eos: bool = False,
+        batch_size: int = 32,
+    ) -> list[Tensor]:
+        """Natural-log probability of every word given its prefix.
+
+        TXL (terminals) reads words only: exact ``log p(w_i | w_<i)``; ``eos=True`` appends
+        ``log p(</s> | sentence)`` as a last entry. TG and TXL (trees) are joint models of words and
+        trees: with ``trees=`` each word gets the log-probability of its pieces *and* of the tree
+        actions since the previous word under that tree (actions after the last word go to the last
+        word), so a sentence's entries sum to ``log p(x, y)``.
+        """
+        sentences = [list(words) for words in sentences]
+        if self.variant == "txl-terminals":
+            if trees is not None:
+                raise ValueError("TXL (terminals) reads words only; do not give trees=")
+            trees = [Tree("S", words) for words in sentences]
+        elif trees is None:
+            raise ValueError(
+                f"{self.variant} is a joint model of words and trees: give trees= to score the words "
+                "along those trees"
+            )
+        elif len(trees) != len(sentences):
+            raise ValueError(f"got {len(sentences)} sentences but {len(trees)} trees")
+        for i, (words, tree) in enumerate(zip(sentences, trees, strict=True)):
+            if not words:
+                raise SentenceError("empty sentence; expected at least one word", sentence=i)
+            if tree.leaves() != words:
+                raise SentenceError("the tree's words differ from the sentence", sentence=i)
+        sequences = self.sequences(trees)
+        logprobs = self.token_logprobs(sequences, batch_size=batch_size)
+        results = []
+        for i, (words, values) in enumerate(zip(sentences, logprobs, strict=True)):
+            sequence = sequences[i]
+            word = sequence.label_word.astype(np.int64)
+            has_label = sequence.labels != PAD_ID
+            # A structure action belongs to the next word: one more than the last word seen so far.
+            seen = np.maximum.accumulate(np.where(word >= 0, word, -1))
+            owner = np.where(word >= 0, word, seen + 1)
+            n = len(words)
+            is_eos = has_label & (sequence.labels == EOS_ID) & (self.variant == "txl-terminals")
+            sums = np.zeros(n + 1)
+            np.add.at(sums, np.minimum(owner[has_label & ~is_eos], n - 1), values[has_label & ~is_eos])
+            sums[n] = values[is_eos].sum()
+            results.append(torch.tensor(sums if eos and self.variant == "txl-terminals" else sums[:n]))
+        return results
+
+
+def _take(sequences: TGSequences, indices) -> TGSequences:
+    """The sequences ``indices`` of a corpus as a corpus of their own."""
+    indices = list(indices)
+    offsets = sequences.offsets
+    spans = [np.arange(offsets[i], offsets[i + 1]) for i in indices]
+    flat = np.concatenate(spans) if spans else np.zeros(0, dtype=np.int64)
+    lengths = [len(s) for s in spans]
+    values = {}
+    for name in ("inputs", "input_types", "labels", "label_types", "label_word", "compose", "depth"):
+        values[name] = getattr(sequences, name)[flat]
+    # popped_at counts from its sequence's start, so it carries over unchanged.
+    values["popped_at"] = sequences.popped_at[flat]
+    return TGSequences(
+        variant=sequences.variant,
+        offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+        **values,
+    )

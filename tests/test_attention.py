@@ -1,0 +1,124 @@
+"""Attention with masks and relative positions: the bucketed form equals the paper's formula, both
+kernels agree, and rows that may attend nowhere give no NaN."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+import torch
+
+from syntaxlm.models.layers.attention import Attention, RelativePositions, flex_available, sinusoidal_table
+from syntaxlm.models.layers.transformer import TransformerStack, next_memory
+
+
+def _inputs(batch=2, length=6, memory=3, d=16, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch, length, d, generator=generator)
+    mem = torch.randn(batch, memory, d, generator=generator)
+    mask = torch.rand(batch, 1, length, memory + length, generator=generator) > 0.4
+    distance = torch.randint(-3, 12, (batch, length, memory + length), generator=generator)
+    return x, mem, mask, distance
+
+
+def _reference(attention: Attention, x, memory, mask, distance, positions: RelativePositions):
+    """s_ij = (q_i + u)ᵀ k_j + (q_i + v)ᵀ W_r p(R_ij), with r_ij materialised for every pair."""
+    keys_in = torch.cat([memory, x], dim=1)
+    q = attention._heads(attention.query(x))
+    k, v = (attention._heads(t) for t in attention.key_value(keys_in).chunk(2, dim=-1))
+    clipped = distance.clamp(positions.lowest, positions.highest)
+    p = sinusoidal_table(clipped.reshape(-1), x.shape[-1]).view(*clipped.shape, -1)  # [B, Q, K, d]
+    r = attention.position(p).view(*clipped.shape, attention.n_heads, attention.d_head)
+    content = torch.einsum("bhqd,bhkd->bhqk", q + attention.content_bias[:, None], k)
+    position = torch.einsum("bhqd,bqkhd->bhqk", q + attention.position_bias[:, None], r)
+    scores = (content + position) / math.sqrt(attention.d_head)
+    mask = mask | ~mask.any(-1, keepdim=True)
+    weights = scores.masked_fill(~mask, float("-inf")).softmax(-1)
+    out = torch.einsum("bhqk,bhkd->bhqd", weights, v)
+    return attention.out(out.transpose(1, 2).reshape(x.shape[0], x.shape[1], -1))
+
+
+def test_bucketed_position_term_equals_the_formula():
+    torch.manual_seed(0)
+    attention = Attention(16, 4).eval()
+    with torch.no_grad():
+        attention.content_bias.normal_()
+        attention.position_bias.normal_()
+    positions = RelativePositions(16, -1, 8)
+    x, mem, mask, distance = _inputs()
+    got = attention(
+        x,
+        mask,
+        memory=mem,
+        relative=positions.buckets(distance),
+        position_table=positions.table(),
+        kernel="sdpa",
+    )
+    expected = _reference(attention, x, mem, mask, distance, positions)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_position_term_changes_scores():
+    torch.manual_seed(0)
+    attention = Attention(16, 4).eval()
+    positions = RelativePositions(16, 0, 8)
+    x, mem, mask, distance = _inputs()
+    a = attention(x, mask, memory=mem, relative=positions.buckets(distance), position_table=positions.table())
+    b = attention(
+        x, mask, memory=mem, relative=positions.buckets(distance + 1), position_table=positions.table()
+    )
+    assert not torch.allclose(a, b)
+
+
+def test_rows_without_keys_give_finite_values():
+    attention = Attention(16, 4, relative=False).eval()
+    x, mem, mask, _ = _inputs()
+    mask[:, :, 2] = False
+    out = attention(x, mask, memory=mem)
+    assert torch.isfinite(out).all()
+
+
+@pytest.mark.skipif(not flex_available(), reason="this torch has no FlexAttention")
+@pytest.mark.parametrize("per_head", [False, True])
+def test_flex_and_sdpa_kernels_agree(per_head):
+    torch.manual_seed(0)
+    attention = Attention(16, 4).eval()
+    positions = RelativePositions(16, -1, 8)
+    x, mem, mask, distance = _inputs()
+    if per_head:
+        mask = torch.rand(2, 4, 6, 9, generator=torch.Generator().manual_seed(1)) > 0.5
+    arguments = {"memory": mem, "relative": positions.buckets(distance), "position_table": positions.table()}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # eager FlexAttention on the CPU warns that it is slow
+        sdpa = attention(x, mask, kernel="sdpa", **arguments)
+        flex = attention(x, mask, kernel="flex", **arguments)
+    torch.testing.assert_close(flex, sdpa, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_flex_kernel_on_cuda_matches_sdpa_with_gradients():
+    torch.manual_seed(0)
+    attention = Attention(64, 4).cuda()
+    positions = RelativePositions(64, -1, 8).cuda()
+    x, mem, mask, distance = (t.cuda() for t in _inputs(batch=2, length=128, memory=128, d=64))
+    arguments = {"memory": mem, "relative": positions.buckets(distance), "position_table": positions.table()}
+    sdpa = attention(x, mask, kernel="sdpa", **arguments)
+    grad_sdpa = torch.autograd.grad(sdpa.square().sum(), attention.query.weight)[0]
+    flex = attention(x, mask, kernel="flex", **arguments)
+    grad_flex = torch.autograd.grad(flex.square().sum(), attention.query.weight)[0]
+    torch.testing.assert_close(flex, sdpa, atol=2e-4, rtol=2e-4)
+    torch.testing.assert_close(grad_flex, grad_sdpa, atol=2e-3, rtol=2e-3)
+
+
+def test_next_memory_gathers_from_memory_then_segment():
+    stack = TransformerStack(1, 8, 2, 16, 0.0, relative=False).eval()
+    x = torch.randn(1, 4, 8)
+    mask = torch.ones(1, 1, 4, 4, dtype=torch.bool).tril()
+    _, inputs = stack(x, mask)
+    old = [torch.randn(1, 2, 8)]
+    source = torch.tensor([[-1, 1, 3]])  # empty, old slot 1, segment position 1
+    (new,) = next_memory(old, inputs, source[:, :3])
+    assert torch.equal(new[0, 0], torch.zeros(8))
+    assert torch.equal(new[0, 1], old[0][0, 1])
+    assert torch.equal(new[0, 2], inputs[0][0, 1])

@@ -1,0 +1,214 @@
+"""Transformer Grammars and the TXL baselines: composition, memory, scoring, files."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from syntaxlm.models import ConfigError, ModelFileError, build_model, load_model
+from syntaxlm.models.transformer_grammar import TransformerGrammar
+from syntaxlm.text.build import build_vocabulary
+from syntaxlm.trees.ptb import parse_tree
+from tests.test_attention import _reference
+
+TREES = [
+    "(S (NP the blue bird) (VP sings (PP with (NP the cat))) .)",
+    "(S (NP (NP the dog) (PP near (NP the park))) (VP barks))",
+    "(S (NP a cat) (VP sees (NP the blue dog)) .)",
+    "(S (VP sings))",
+]
+
+
+@pytest.fixture(scope="module")
+def trees():
+    return [parse_tree(text) for text in TREES]
+
+
+@pytest.fixture(scope="module")
+def vocab(tmp_path_factory, trees):
+    folder = tmp_path_factory.mktemp("tg")
+    path = folder / "train.trees"
+    path.write_text("\n".join(TREES) + "\n")
+    return build_vocabulary(path, folder / "vocab", kind="word", min_freq=1, pos_tags=False)
+
+
+def _model(vocab, model="tg", seed=0, **options) -> TransformerGrammar:
+    torch.manual_seed(seed)
+    config = {"model": model, "d_model": 32, "n_layers": 2, "n_heads": 4, "d_ff": 64, "dropout": 0.0}
+    return build_model({**config, **options}, {"vocab": vocab}).eval()
+
+
+def _one_batch(model, trees):
+    corpus = model.prepare(trees)
+    return next(corpus.batches(len(corpus), shuffle=False))
+
+
+def test_compose_at_layer_one_sees_only_the_opener_and_children(vocab, trees):
+    model = _model(vocab, n_layers=2)
+    captured = {}
+    model.embedding.register_forward_hook(lambda m, i, out: captured.update(embedded=out) or None)
+    model.transformer.blocks[0].register_forward_hook(lambda m, i, out: captured.update(layer1=out) or None)
+    sequences = model.sequences(trees)
+    batch = _one_batch(model, trees)
+    model(batch)
+    embedded, layer1 = captured["embedded"], captured["layer1"]
+    checked = 0
+    direction = torch.randn(layer1.shape[-1])  # (a LayerNorm output's plain sum is constant)
+    for row in range(len(trees)):
+        sequence = sequences[row]
+        for p in np.flatnonzero(sequence.compose):
+            (grad,) = torch.autograd.grad(layer1[row, p] @ direction, embedded, retain_graph=True)
+            depends = set(np.flatnonzero(grad[row].abs().sum(-1).numpy() > 0).tolist())
+            children = set(np.flatnonzero(sequence.popped_at == p).tolist())
+            assert depends == children | {int(p)}, (row, p)
+            assert grad[np.arange(len(trees)) != row].abs().sum() == 0
+            opener = min(children)
+            assert sequence.input_types[opener] == 2  # the constituent's opening nonterminal
+            checked += 1
+    assert checked == sum(int(s.compose.sum()) for s in sequences)
+
+
+def _reference_txl(model: TransformerGrammar, batch) -> torch.Tensor:
+    """A Transformer-XL forward written out: causal mask, linear relative positions, post-LN."""
+    inputs, position = batch["inputs"].long(), batch["position"]
+    mask = (position[:, None, :] <= position[:, :, None]) & (position[:, None, :] >= 0)
+    mask = mask & (position[:, :, None] >= 0)
+    distance = position[:, :, None] - position[:, None, :]
+    x = model.embedding(inputs) * math.sqrt(model.config.d_model)
+    for block in model.transformer.blocks:
+        empty = x[:, :0]
+        attended = _reference(block.attention, x, empty, mask[:, None], distance, model.relative_positions)
+        x = block.attention_norm(x + attended)
+        x = block.ff_norm(x + block.ff(x))
+    return torch.nn.functional.linear(x, model.embedding.weight, model.output_bias)
+
+
+@pytest.mark.parametrize("model_name", ["txl-trees", "txl-terminals", "tg"])
+def test_causal_linear_configuration_is_transformer_xl(vocab, trees, model_name):
+    """TG's attention given a TXL input (no COMPOSE, nothing popped) and linear positions is TXL."""
+    txl = _model(vocab, "txl-trees" if model_name == "tg" else model_name, relative_max=200)
+    model = _model(vocab, model_name, positions="linear", relative_max=200)
+    model.load_state_dict(txl.state_dict())
+    batch = _one_batch(txl, trees)
+    logits, _ = model(batch)
+    real = batch["position"] >= 0
+    torch.testing.assert_close(logits[real], _reference_txl(txl, batch)[real], atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("model_name", ["tg", "txl-trees", "txl-terminals"])
+def test_segments_with_memory_score_like_one_segment(vocab, trees, model_name):
+    """With a memory long enough to lose nothing, cutting sequences into short segments changes no
+    log-probability: the memory gather and its masks reproduce whole-sequence attention."""
+    whole = _model(vocab, model_name, segment_length=256, memory_length=0, relative_max=200)
+    cut = _model(vocab, model_name, segment_length=5, memory_length=64, relative_max=200)
+    cut.load_state_dict(whole.state_dict())
+    sequences = whole.sequences(trees)
+    for a, b in zip(whole.token_logprobs(sequences), cut.token_logprobs(sequences), strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+        assert np.count_nonzero(a) > 0
+
+
+def test_smart_memory_keeps_what_previous_memory_loses(vocab, trees):
+    """With a memory shorter than the sequence (but as long as its stack), TG's smart memory keeps
+    every position still attendable; the previous-M rule does not."""
+    whole = _model(vocab, "tg", segment_length=256, memory_length=0)
+    smart = _model(vocab, "tg", segment_length=4, memory_length=8)
+    previous = _model(vocab, "tg", segment_length=4, memory_length=8, smart_memory=False)
+    for other in (smart, previous):
+        other.load_state_dict(whole.state_dict())
+    sequences = whole.sequences(trees[:1])
+    (a,), (b,), (c,) = (m.token_logprobs(sequences) for m in (whole, smart, previous))
+    np.testing.assert_allclose(a, b, atol=1e-5)
+    assert not np.allclose(a, c, atol=1e-3)
+
+
+@pytest.mark.parametrize("model_name", ["tg", "txl-trees", "txl-terminals"])
+def test_word_logprobs_add_up_to_the_loss(vocab, trees, model_name):
+    model = _model(vocab, model_name)
+    sentences = [tree.leaves() for tree in trees]
+    given = None if model_name == "txl-terminals" else trees
+    scores = model.word_logprobs(sentences, trees=given, eos=True)
+    assert [len(s) for s in scores] == [len(w) + (model_name == "txl-terminals") for w in sentences]
+    with torch.no_grad():
+        out = model.loss(_one_batch(model, trees))
+    total = sum(float(s.sum()) for s in scores)
+    assert total == pytest.approx(-float(out.sums["lm"]), rel=1e-5)
+    assert all((s < 0).all() for s in scores)
+
+
+def test_joint_models_need_trees_to_score_words(vocab, trees):
+    with pytest.raises(ValueError, match="joint model"):
+        _model(vocab, "tg").word_logprobs([trees[0].leaves()])
+
+
+def test_compose_positions_are_not_predicted(vocab, trees):
+    model = _model(vocab, "tg")
+    batch = _one_batch(model, trees)
+    assert (batch["labels"][batch["compose"].bool()] == 0).all()
+    assert batch.counts["lm"] == sum(len(tree.leaves()) + 2 * len(list(tree.subtrees())) for tree in trees)
+
+
+@pytest.mark.parametrize(
+    "options", [{"positions": "none"}, {"positions": "linear"}, {"separate_compose": True}, {"pre_ln": True}]
+)
+def test_ablations_train(vocab, trees, options):
+    model = _model(vocab, "tg", **options).train()
+    optimiser = torch.optim.Adam(model.parameters(), lr=3e-3)
+    batch = _one_batch(model, trees)
+    losses = []
+    for _ in range(30):
+        out = model.loss(batch)
+        loss = out.sums["lm"] / out.counts["lm"]
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0]
+
+
+def test_separate_compose_weights_only_change_compose_rows(vocab, trees):
+    model = _model(vocab, "tg", separate_compose=True, n_layers=1)
+    batch = _one_batch(model, trees)
+    before, _ = model(batch)
+    with torch.no_grad():
+        model.transformer.blocks[0].compose_attention.out.bias.normal_()
+    after, _ = model(batch)
+    changed = (before - after).abs().sum(-1) > 1e-6
+    assert torch.equal(changed, batch["compose"].bool())
+
+
+def test_save_and_load_round_trip(vocab, trees, tmp_path):
+    model = _model(vocab, "tg")
+    model.save_pretrained(tmp_path / "model")
+    loaded = load_model(tmp_path / "model")
+    batch = _one_batch(model, trees)
+    torch.testing.assert_close(loaded(batch)[0], model(batch)[0])
+    assert loaded.config == model.config
+
+
+def test_loading_weights_of_another_shape_names_the_tensor(vocab, tmp_path):
+    _model(vocab, "tg", d_model=32).save_pretrained(tmp_path / "a")
+    config = (tmp_path / "a" / "config.json").read_text().replace('"d_ff": 64', '"d_ff": 128')
+    (tmp_path / "a" / "config.json").write_text(config)
+    with pytest.raises(ModelFileError, match=r"shape mismatch .*ff\.0\.weight"):
+        load_model(tmp_path / "a")
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"positions": "depth", "model": "txl-trees"}, "needs the TG input"),
+        ({"positions": "tree"}, "positions must be one of"),
+        ({"d_model": 30}, "multiple of"),
+        ({"segment_length": 0}, "segment_length"),
+        ({"relative_min": 5, "relative_max": 2}, "must not exceed"),
+        ({"n_layer": 2}, "unknown key"),
+        ({"d_model": "big"}, "d_model must be int"),
+    ],
+)
+def test_bad_configs_are_named(vocab, options, message):
+    with pytest.raises(ConfigError, match=message):
+        _model(vocab, **options)

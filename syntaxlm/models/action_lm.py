@@ -46,7 +46,7 @@ from syntaxlm.errors import TreeError
 from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM
 from syntaxlm.models.layers.transformer import TransformerStack
 from syntaxlm.structure.actions import Actions, encode_actions, tree_to_actions
-from syntaxlm.structure.plm_mask import attention_head_masks, plm_mask_input
+from syntaxlm.structure.plm_mask import NOT_AN_ACTION, attention_head_masks, open_constituent_starts
 from syntaxlm.structure.sclm import ActionNgramVocab, scaffold_labels
 from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK, UNK_ID, reject_string_sentence
 from syntaxlm.text.symbols import REDUCE
@@ -224,7 +224,7 @@ class ActionLM(SyntacticLM):
         """
         rows: dict[str, list[np.ndarray]] = {"inputs": [], "labels": []}
         if self.config.model == "plm-mask":
-            rows["open_start"] = []
+            rows["kinds"] = []  # turned into the open_start field below
         if self.direction:
             rows["scaffold"] = []
         skipped = {"too_many_actions": 0, "empty_constituent": 0, "too_long": 0}
@@ -254,19 +254,20 @@ class ActionLM(SyntacticLM):
                 stacklevel=2,
             )
         lengths = np.array([len(inputs) for inputs in rows["inputs"]], dtype=np.int64)
-        fill = {"open_start": -1} if "open_start" in rows else {}
-        fields = {
-            name: pad_rows(values, fill=fill.get(name, 0), dtype=np.int32) for name, values in rows.items()
-        }
+        kinds = rows.pop("kinds", None)
+        fields = {name: pad_rows(values, dtype=np.int32) for name, values in rows.items()}
+        fill = {}
+        if kinds is not None:
+            fields["open_start"], fill["open_start"] = open_starts(kinds), -1
         targets = {"lm": "labels", "scaffold": "scaffold"} if self.direction else {"lm": "labels"}
         return RowCorpus(fields, lengths, target_fields=targets, order="shuffled", fill=fill)
 
     def _training_row(self, tree: Tree, actions: Actions) -> dict[str, np.ndarray]:
         if self.reads_actions:
-            sequence = self._action_sequence(actions)
-            row = {"inputs": sequence["ids"][:-1], "labels": sequence["ids"][1:]}
-            if "open_start" in sequence:
-                row["open_start"] = sequence["open_start"][:-1]
+            ids, kinds, _ = self._action_sequence(actions)
+            row = {"inputs": ids[:-1], "labels": ids[1:]}
+            if self.config.model == "plm-mask":
+                row["kinds"] = kinds[:-1]
             return row
         if self.direction:
             scaffold = scaffold_labels(
@@ -275,7 +276,7 @@ class ActionLM(SyntacticLM):
             ids = self._unk_atomic_words(scaffold.ids, actions.words, scaffold.word_index)
             return {"inputs": ids, "labels": np.append(ids[1:], EOS_ID), "scaffold": scaffold.labels + 1}
         ids, _ = self._word_pieces(actions.words)
-        return {"inputs": np.insert(ids, 0, BOS_ID), "labels": np.append(ids, EOS_ID)}
+        return {"inputs": np.concatenate(([BOS_ID], ids)), "labels": np.append(ids, EOS_ID)}
 
     def loss(self, batch: Batch, state: Any = None) -> LossOutput:
         """NLL sums (nats): ``lm`` over the targets of ``labels`` (every action for PLM), and for SCLM
@@ -355,7 +356,7 @@ class ActionLM(SyntacticLM):
         """``<s>`` + pieces → pieces + ``</s>``; each target's word, ``</s>`` in slot ``len(words)``."""
         ids, word_index = self._word_pieces(words)
         return {
-            "inputs": np.insert(ids, 0, BOS_ID),
+            "inputs": np.concatenate(([BOS_ID], ids)),
             "targets": np.append(ids, EOS_ID),
             "group": np.append(word_index, len(words)),
         }
@@ -370,14 +371,11 @@ class ActionLM(SyntacticLM):
             actions = tree_to_actions(tree, "rnng")
         except TreeError as error:
             raise ValueError(f"trees[{index}]: {error}") from None
-        sequence = self._action_sequence(actions)
-        word_index = sequence["word_index"][1:]  # of the targets: every position after <s>
+        ids, kinds, word_index = self._action_sequence(actions)
+        word_index = word_index[1:]  # of the targets: every position after <s>
         started = np.cumsum(_first_pieces(word_index))  # words begun up to each action
         group = np.where(word_index >= 0, word_index, started)
-        item = {"inputs": sequence["ids"][:-1], "targets": sequence["ids"][1:], "group": group}
-        if "open_start" in sequence:
-            item["open_start"] = sequence["open_start"][:-1]
-        return item
+        return {"inputs": ids[:-1], "targets": ids[1:], "group": group, "kinds": kinds[:-1]}
 
     @torch.no_grad()
     def _target_logprobs(self, items: list[dict[str, np.ndarray]], batch_size: int) -> list[Tensor]:
@@ -394,9 +392,7 @@ class ActionLM(SyntacticLM):
                 targets = torch.from_numpy(pad_rows([items[i]["targets"] for i in chosen], PAD_ID)).to(device)
                 open_start = None
                 if self.config.model == "plm-mask":
-                    open_start = torch.from_numpy(pad_rows([items[i]["open_start"] for i in chosen], -1)).to(
-                        device
-                    )
+                    open_start = torch.from_numpy(open_starts([items[i]["kinds"] for i in chosen])).to(device)
                 hidden = self(inputs, open_start)
                 lengths = torch.tensor([len(items[i]["inputs"]) for i in chosen], device=device)
                 real = torch.arange(inputs.shape[1], device=device)[None, :] < lengths[:, None]
@@ -426,19 +422,14 @@ class ActionLM(SyntacticLM):
         ids[np.isin(word_index, clashes)] = UNK_ID  # such a word is one piece, itself
         return ids
 
-    def _action_sequence(self, actions: Actions) -> dict[str, np.ndarray]:
-        """``<s>`` + the encoded actions: ``ids``, ``word_index`` (−1 for ``<s>`` and NT/REDUCE) and,
-        for plm-mask, ``open_start``."""
+    def _action_sequence(self, actions: Actions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``<s>`` + the encoded actions: piece ids, kinds (``NOT_AN_ACTION`` for ``<s>``) and the
+        word of each piece (−1 for ``<s>`` and NT/REDUCE)."""
         encoded = encode_actions(actions, self.vocab)
-        if self.config.model == "plm-mask":
-            model_input = plm_mask_input(encoded)
-            ids, open_start = model_input.ids, model_input.open_start
-        else:
-            ids, open_start = np.insert(encoded.ids, 0, BOS_ID), None
-        sequence = {"ids": ids.astype(np.int32), "word_index": np.insert(encoded.word_index, 0, -1)}
-        if open_start is not None:
-            sequence["open_start"] = open_start
-        return sequence
+        ids = np.concatenate(([BOS_ID], encoded.ids)).astype(np.int32)
+        kinds = np.concatenate(([NOT_AN_ACTION], encoded.kinds)).astype(np.int8)
+        word_index = np.concatenate(([-1], encoded.word_index)).astype(np.int32)
+        return ids, kinds, word_index
 
 
 def _rnng_actions(tree: Tree) -> Actions | None:
@@ -451,5 +442,15 @@ def _rnng_actions(tree: Tree) -> Actions | None:
 
 def _first_pieces(word_index: np.ndarray) -> np.ndarray:
     """Whether each position is the first piece of a word (``word_index`` −1 = not a word)."""
-    previous = np.insert(word_index[:-1], 0, -1)
+    previous = np.concatenate(([-1], word_index[:-1]))
     return (word_index >= 0) & (word_index != previous)
+
+
+def open_starts(kinds: list[np.ndarray], chunk: int = 1024) -> np.ndarray:
+    """``open_constituent_starts`` of ragged rows of kinds, as one ``[R, longest]`` int32 array (−1
+    beyond a row's end), computed a chunk of rows at a time."""
+    lengths = np.array([len(row) for row in kinds], dtype=np.int64)
+    padded = pad_rows(kinds, fill=NOT_AN_ACTION, dtype=np.int8)
+    starts = [open_constituent_starts(padded[i : i + chunk]) for i in range(0, len(padded), chunk)]
+    starts = np.concatenate(starts) if starts else padded.astype(np.int32)
+    return np.where(np.arange(padded.shape[1])[None, :] < lengths[:, None], starts, -1).astype(np.int32)

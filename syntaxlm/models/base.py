@@ -10,7 +10,8 @@ trainer, the evaluations and the CLI talk to models only through this class:
   says how the parts combine (SCLM: ``(1 − α)·lm + α·scaffold``); ``state`` carries what a stream
   of segments passes on (Transformer-XL memory);
 - ``word_logprobs(sentences)``: natural-log ``p(word | prefix)`` per word;
-- ``save_pretrained(folder)`` / ``load_pretrained(folder)``: ``config.json`` + ``model.safetensors``
+- ``save_pretrained(folder)`` / ``from_pretrained(folder)`` (= ``syntaxlm.models.load_model``):
+  ``config.json`` + ``model.safetensors``
   + the vocabulary folders. Loading checks every tensor's name and shape and says what differs.
 """
 
@@ -164,6 +165,13 @@ class SyntacticLM(nn.Module, ABC):
             json.dump(document, handle, indent=2)
             handle.write("\n")
         return folder
+
+    @classmethod
+    def from_pretrained(cls, folder: str | Path, *, map_location: str = "cpu") -> SyntacticLM:
+        """The model saved in ``folder`` (whatever its class; see ``syntaxlm.models.load_model``)."""
+        from syntaxlm.models import load_model
+
+        return load_model(folder, map_location=map_location)
 
     def load_weights(self, tensors: dict[str, Tensor], *, source: str) -> None:
         """Copy ``tensors`` into the model after checking names and shapes (``ModelFileError``)."""

@@ -21,7 +21,7 @@ are folded into one additive float mask for ``scaled_dot_product_attention``, wh
 backward. On CUDA, FlexAttention takes the position term as a ``score_mod`` and the mask as a
 block mask, so fully masked blocks — most of a TG segment — are skipped (when attention
 dropout is on, ``auto`` takes SDPA: FlexAttention cannot drop attention probabilities). ``kernel="sdpa"`` or
-``"flex"`` forces one; the two give the same numbers (``tests/models/test_attention.py``).
+``"flex"`` forces one; the two give the same numbers (``tests/test_attention.py``).
 """
 
 from __future__ import annotations

@@ -71,6 +71,13 @@ def test_past_labels(word_vocab, ngram_vocab):
     assert labels.labels[0] == ngram_vocab.pad_id == 0
 
 
+def test_words_spelled_like_special_tokens_are_unknown(ngram_vocab):
+    vocab = WordVocab.build([["the", "<pad>", "sang"]], min_freq=1, symbols=["REDUCE"])
+    tree = Tree.from_bracket("(S (NP the <pad>) (VP REDUCE))")
+    labels = scaffold_labels(tree, vocab, ngram_vocab, direction="next")
+    assert vocab.decode(labels.ids) == ["<s>", "the", "<unk>", "<unk>"]
+
+
 def test_word_pieces_after_the_first_get_the_blank():
     tree = Tree.from_bracket("(S (NP the unbelievably long song) (VP ended))")
     vocab = SubwordVocab.train([["the", "long", "song", "ended"]] * 3, vocab_size=280, model_type="bpe")

@@ -45,10 +45,10 @@ from syntaxlm.data.batching import Batch, RowCorpus, pad_rows
 from syntaxlm.errors import TreeError
 from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM
 from syntaxlm.models.layers.transformer import TransformerStack
-from syntaxlm.structure.actions import Actions, encode_actions, tree_to_actions
+from syntaxlm.structure.actions import Actions, atomic_words_as_unk, encode_actions, tree_to_actions
 from syntaxlm.structure.plm_mask import NOT_AN_ACTION, attention_head_masks, open_constituent_starts
 from syntaxlm.structure.sclm import ActionNgramVocab, scaffold_labels
-from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK, UNK_ID, reject_string_sentence
+from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID, reject_string_sentence
 from syntaxlm.text.symbols import REDUCE
 from syntaxlm.trees.tree import Tree
 
@@ -120,8 +120,6 @@ class ActionLM(SyntacticLM):
                 f"{config.model} needs the {NGRAMS!r} vocabulary of action n-grams "
                 "(ActionLM.vocabularies_for makes it from the training trees)"
             )
-        # Words that are spelled like a symbol or special token are read as <unk> (as encode_actions does).
-        self._atomic = frozenset(vocab.symbols).union(SPECIAL_TOKENS)
 
         d = config.d_model
         self.token_embedding = nn.Embedding(len(vocab), d)
@@ -273,7 +271,7 @@ class ActionLM(SyntacticLM):
             scaffold = scaffold_labels(
                 actions, self.vocab, self.vocabularies[NGRAMS], direction=self.direction
             )
-            ids = self._unk_atomic_words(scaffold.ids, actions.words, scaffold.word_index)
+            ids = scaffold.ids
             return {"inputs": ids, "labels": np.append(ids[1:], EOS_ID), "scaffold": scaffold.labels + 1}
         ids, _ = self._word_pieces(actions.words)
         return {"inputs": np.concatenate(([BOS_ID], ids)), "labels": np.append(ids, EOS_ID)}
@@ -409,18 +407,8 @@ class ActionLM(SyntacticLM):
     def _word_pieces(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Piece ids of ``words`` and the word of each piece; a word spelled like a symbol or a
         special token (``REDUCE``, ``<s>``) is read as ``<unk>``."""
-        words = [UNK if word in self._atomic else word for word in words]
-        encoding = self.vocab.encode_words(words)
+        encoding = self.vocab.encode_words(atomic_words_as_unk(words, self.vocab))
         return np.asarray(encoding.ids, dtype=np.int32), np.asarray(encoding.word_index, dtype=np.int32)
-
-    def _unk_atomic_words(self, ids: np.ndarray, words: Sequence[str], word_index: np.ndarray) -> np.ndarray:
-        """``ids`` (``<s>`` + pieces, ``word_index`` −1 at ``<s>``) with atomic-spelled words as ``<unk>``."""
-        clashes = [i for i, word in enumerate(words) if word in self._atomic]
-        if not clashes:
-            return ids
-        ids = ids.copy()
-        ids[np.isin(word_index, clashes)] = UNK_ID  # such a word is one piece, itself
-        return ids
 
     def _action_sequence(self, actions: Actions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``<s>`` + the encoded actions: piece ids, kinds (``NOT_AN_ACTION`` for ``<s>``) and the

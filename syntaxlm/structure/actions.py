@@ -256,6 +256,13 @@ class EncodedActions:
         return np.bincount(self.word_index[is_word], weights=values[is_word], minlength=self.n_words)
 
 
+def atomic_words_as_unk(words: Sequence[str], vocab: Vocabulary) -> list[str]:
+    """``words`` with every word spelled like a symbol or special token (the word ``REDUCE``,
+    ``<s>``) replaced by ``<unk>``: a model must never read a word as a tree-building action."""
+    atomic = set(vocab.symbols).union(SPECIAL_TOKENS)
+    return [UNK if word in atomic else word for word in words]
+
+
 def encode_actions(actions: Actions, vocab: Vocabulary) -> EncodedActions:
     """Spell ``actions`` with ``vocab``, whose symbols must include every nonterminal action.
 
@@ -263,13 +270,13 @@ def encode_actions(actions: Actions, vocab: Vocabulary) -> EncodedActions:
     ``<unk>``: the model must never see a word as a tree-building action.
     """
     symbols = set(vocab.symbols)
-    tokens = actions.tokens
-    atomic = symbols.union(SPECIAL_TOKENS)
-    clashes = [i for i in np.flatnonzero(actions.kinds == ActionKind.WORD).tolist() if tokens[i] in atomic]
-    if clashes:
-        tokens = list(tokens)
-        for i in clashes:
-            tokens[i] = UNK
+    tokens = list(actions.tokens)
+    is_word = actions.kinds == ActionKind.WORD
+    word_positions = np.flatnonzero(is_word).tolist()
+    for i, word in zip(
+        word_positions, atomic_words_as_unk([tokens[i] for i in word_positions], vocab), strict=True
+    ):
+        tokens[i] = word
     for i in np.flatnonzero(actions.kinds != ActionKind.WORD).tolist():
         if tokens[i] not in symbols:
             token = tokens[i]

@@ -40,7 +40,7 @@ from typing import Any, Literal
 import numpy as np
 
 from syntaxlm.files import atomic_writer
-from syntaxlm.structure.actions import ActionKind, Actions, tree_to_actions
+from syntaxlm.structure.actions import ActionKind, Actions, atomic_words_as_unk, tree_to_actions
 from syntaxlm.text.base import (
     BOS,
     BOS_ID,
@@ -243,7 +243,7 @@ def scaffold_labels(
         raise ValueError(f"unknown scaffold direction {direction!r}; expected one of {', '.join(DIRECTIONS)}")
     actions = _rnng_actions(source)
     ngrams = action_ngrams(actions)
-    encoding = vocab.encode_words(actions.words)
+    encoding = vocab.encode_words(atomic_words_as_unk(actions.words, vocab))
     word_index = np.asarray(encoding.word_index, dtype=np.int32)
     # Per piece: its word's n-gram on the first piece, the blank on the others.
     is_first_piece = np.ones(len(word_index), dtype=bool)

@@ -642,6 +642,51 @@ def report(
     typer.echo(f"report written to {path}")
 
 
+# -- train ----------------------------------------------------------------------------------------------
+
+
+@app.command("train")
+def train_command(
+    config: Annotated[Path, typer.Argument(help="Recipe (YAML), e.g. configs/tg-tiny.yaml.")],
+    out: Annotated[
+        Path | None, typer.Option(help="Run folder (default: runs/<recipe name>).", show_default=False)
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override a config key: --set train.lr=3e-4 (repeatable)."),
+    ] = None,
+    data_train: Annotated[Path | None, typer.Option(help="Training treebank (replaces data.*).")] = None,
+    data_valid: Annotated[Path | None, typer.Option(help="Validation treebank.")] = None,
+    data_test: Annotated[Path | None, typer.Option(help="Test treebank.")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue the run in --out from its checkpoint.")] = False,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """Train a model from a recipe; under torchrun, on every process (data parallel)."""
+    import os
+
+    from syntaxlm.train import load_config, train
+
+    overrides = [
+        f"data.{role}={json.dumps(str(path))}"  # quoted: read as a string, whatever the path
+        for role, path in (("train", data_train), ("valid", data_valid), ("test", data_test))
+        if path is not None
+    ] + list(set_ or [])
+    run_config = load_config(config, overrides)
+    out = out if out is not None else Path("runs") / config.stem
+    first = int(os.environ.get("RANK", "0")) == 0
+    if first:
+        typer.echo(f"{'resuming' if resume else 'training'} {run_config.model.model} in {out}")
+    result = train(run_config, out, resume=resume, progress=progress)
+    if first:
+        best = "none" if result.best_valid_loss is None else f"{result.best_valid_loss:.4f}"
+        last = "none" if result.last_valid_loss is None else f"{result.last_valid_loss:.4f}"
+        typer.echo(
+            f"{result.steps} steps ({result.stopped.replace('_', ' ')}); "
+            f"best validation loss {best} nats/token at step {result.best_step} (model in {out / 'best'}); "
+            f"last {last}; unigram baseline {result.unigram_valid_loss:.4f}"
+        )
+
+
 # -- quickstart -------------------------------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ from syntaxlm.report.plots import (
     perplexity_vs_sg_figure,
     save_figure,
     surprisal_figure,
+    training_curves_figure,
 )
 from syntaxlm.structure.actions import read_actions
 from syntaxlm.structure.tg import tg_sequence
@@ -68,3 +69,15 @@ def test_perplexity_and_surprisal_figures(tmp_path):
     save_figure(figure, tmp_path / "surprisal.png")
     with pytest.raises(ValueError, match="LM: 2 surprisals for 6 words"):
         surprisal_figure(words, {"LM": [1, 2]})
+
+
+def test_training_curves_figure(tmp_path):
+    figure = training_curves_figure(
+        {"tg": ([100, 200, 300], [4.0, 3.1, 2.7]), "lm": ([100, 200], [5.0, 4.2])}, baselines={"unigram": 5.5}
+    )
+    axes = figure.axes[0]
+    assert [line.get_label() for line in axes.lines[:2]] == ["tg", "lm"]
+    assert list(axes.lines[2].get_ydata()) == [5.5, 5.5]
+    assert save_figure(figure, tmp_path / "curves.png").stat().st_size > 1000
+    with pytest.raises(ValueError, match="lm: 1 steps for 2 losses"):
+        training_curves_figure({"lm": ([1], [2.0, 3.0])})

@@ -75,15 +75,14 @@ class ModelConfig:
 
 @dataclass
 class LossOutput:
-    """Negative log-likelihood sums (nats) per named part, the target count of each, and the state
-    to pass with the next batch of the same streams (``None`` when the model carries nothing)."""
+    """Negative log-likelihood sums (nats) per named part over the rows of a batch, the target
+    counts of the *global* batch those rows belong to (``Batch.counts``: the denominators the
+    trainer divides by, the same on every process), and the state to pass with the next batch of
+    the same streams (``None`` when the model carries nothing)."""
 
     sums: dict[str, Tensor]
     counts: dict[str, int]
     state: Any = None
-
-    def mean(self, part: str = "lm") -> float:
-        return float(self.sums[part].detach()) / max(self.counts[part], 1)
 
 
 @dataclass
@@ -156,7 +155,8 @@ class SyntacticLM(nn.Module, ABC):
         folder.mkdir(parents=True, exist_ok=True)
         for name, vocabulary in self.vocabularies.items():
             vocabulary.save(folder / name)
-        tensors = {name: t.detach().cpu().contiguous() for name, t in self.state_dict().items()}
+        # Cloned: safetensors refuses tensors that share memory (tied weights).
+        tensors = {name: t.detach().cpu().clone().contiguous() for name, t in self.state_dict().items()}
         tmp = folder / f".{WEIGHTS_FILE}.tmp"
         save_file(tensors, str(tmp), metadata={"model": self.config.model})
         tmp.replace(folder / WEIGHTS_FILE)

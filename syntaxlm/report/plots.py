@@ -8,7 +8,8 @@
   guidance Fig. 5);
 - ``perplexity_vs_sg_figure``: perplexity against SG score, one point per model (structural
   guidance Fig. 4);
-- ``surprisal_figure``: per-word surprisal along one sentence for several models.
+- ``surprisal_figure``: per-word surprisal along one sentence for several models;
+- ``training_curves_figure``: validation loss against step, one line per run, with baselines.
 
 ``save_figure`` writes a PNG atomically. Figures are made without pyplot (no global state, no
 display needed).
@@ -156,4 +157,30 @@ def surprisal_figure(
     axes.legend(fontsize=8)
     axes.spines[["top", "right"]].set_visible(False)
     axes.set_title(title or "per-word surprisal")
+    return figure
+
+
+def training_curves_figure(
+    curves: Mapping[str, tuple[Sequence[int], Sequence[float]]],
+    *,
+    baselines: Mapping[str, float] | None = None,
+    ylabel: str = "validation loss (nats/token)",
+    title: str = "",
+) -> Figure:
+    """Validation loss against training step, one line per run; ``baselines`` are drawn as
+    dashed horizontal lines (e.g. the unigram model)."""
+    figure = Figure(figsize=(6.5, 4.0))
+    axes = figure.subplots()
+    for name, (steps, losses) in curves.items():
+        if len(steps) != len(losses):
+            raise ValueError(f"{name}: {len(steps)} steps for {len(losses)} losses")
+        axes.plot(steps, losses, marker=".", label=name)
+    for name, value in (baselines or {}).items():
+        axes.axhline(value, linestyle="--", linewidth=0.8, color="grey")
+        axes.annotate(name, (0, value), textcoords="offset points", xytext=(2, 2), fontsize=7, color="grey")
+    axes.set_xlabel("step")
+    axes.set_ylabel(ylabel)
+    axes.legend(fontsize=8)
+    axes.spines[["top", "right"]].set_visible(False)
+    axes.set_title(title or "training curves")
     return figure

@@ -1,0 +1,348 @@
+"""Training recipes: a YAML file with three sections that map one to one onto dataclasses.
+
+``model`` is the model's own config (``syntaxlm.models``), ``data`` says which treebank and which
+vocabulary, ``train`` the optimisation. ``load_config(path, overrides)`` reads a recipe, applies
+command-line overrides (``train.lr=3e-4``) and checks every key and type; a problem raises
+``ConfigError`` naming the file and the key path (``configs/tg-tiny.yaml: train.lr must be a number,
+got 'fast'``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+import yaml
+
+from syntaxlm.errors import InputFormatError
+from syntaxlm.files import read_text
+from syntaxlm.models import ConfigError, ModelConfig, model_class, model_config
+
+
+@dataclass
+class SyntheticData:
+    """The embedded default treebank, generated into the run folder (``data/``)."""
+
+    sentences: int = 2000
+    seed: int = 0
+
+
+@dataclass
+class VocabSettings:
+    """How the run builds its text vocabulary from the training trees."""
+
+    kind: Literal["word", "subword"] = "word"
+    min_freq: int = 2
+    vocab_size: int = 8000
+
+
+@dataclass
+class DataConfig:
+    """Treebank files (PTB brackets, one tree per line or spread over lines) or the synthetic one."""
+
+    train: str | None = None
+    valid: str | None = None
+    test: str | None = None
+    synthetic: SyntheticData | None = None
+    pos_tags: bool = True
+    vocab: VocabSettings | None = None
+    vocab_path: str | None = None
+
+    def __post_init__(self):
+        if self.vocab is None and self.vocab_path is None:
+            self.vocab = VocabSettings()
+
+    def check(self, where: str) -> None:
+        if self.vocab is not None and self.vocab_path is not None:
+            raise ConfigError(f"{where}: give data.vocab (build one) or data.vocab_path (use one), not both")
+        if self.synthetic is not None:
+            if self.train or self.valid or self.test:
+                raise ConfigError(f"{where}: give either data.synthetic or data.train/valid/test, not both")
+            if self.synthetic.sentences < 10:
+                raise ConfigError(
+                    f"{where}: data.synthetic.sentences must be at least 10, got {self.synthetic.sentences}"
+                )
+        elif not (self.train and self.valid):
+            raise ConfigError(f"{where}: data needs train and valid paths, or synthetic: {{sentences, seed}}")
+        if self.vocab is not None:
+            for name in ("min_freq", "vocab_size"):
+                value = getattr(self.vocab, name)
+                if value < 1:
+                    raise ConfigError(f"{where}: data.vocab.{name} must be at least 1, got {value}")
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation. ``batch_size`` counts rows (sentences or segments) of one micro-batch over all
+    processes; a step takes ``grad_accum`` micro-batches."""
+
+    seed: int = 0
+    batch_size: int = 32
+    grad_accum: int = 1
+    lr: float = 3e-4
+    weight_decay: float = 0.01
+    betas: tuple[float, float] = (0.9, 0.999)
+    warmup_steps: int = 0
+    max_steps: int = 1000
+    schedule: Literal["cosine", "inverse-sqrt", "constant"] = "cosine"
+    min_lr_ratio: float = 0.0
+    clip_norm: float | None = 1.0
+    precision: Literal["fp32", "bf16"] = "fp32"
+    eval_every: int = 200
+    patience: int | None = None
+    log_every: int = 10
+    checkpoint_every: int = 200
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    epochs: int | None = None
+
+    def check(self, where: str) -> None:
+        at_least_one = [
+            "batch_size",
+            "grad_accum",
+            "max_steps",
+            "eval_every",
+            "log_every",
+            "checkpoint_every",
+        ]
+        for name in at_least_one + ["patience", "epochs"]:
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"{where}: train.{name} must be at least 1, got {value}")
+        if self.warmup_steps < 0:
+            raise ConfigError(f"{where}: train.warmup_steps must be at least 0, got {self.warmup_steps}")
+        if not self.lr > 0:
+            raise ConfigError(f"{where}: train.lr must be positive, got {self.lr}")
+        if self.weight_decay < 0:
+            raise ConfigError(f"{where}: train.weight_decay must be at least 0, got {self.weight_decay}")
+        if not all(0 <= beta < 1 for beta in self.betas):
+            raise ConfigError(f"{where}: train.betas must be two numbers in [0, 1), got {list(self.betas)}")
+        if not 0 <= self.min_lr_ratio <= 1:
+            raise ConfigError(f"{where}: train.min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
+        if self.clip_norm is not None and not self.clip_norm > 0:
+            raise ConfigError(f"{where}: train.clip_norm must be positive (or null: no clipping)")
+
+
+@dataclass
+class RunConfig:
+    """A whole recipe: the model's config, the data and the optimisation."""
+
+    model: ModelConfig
+    data: DataConfig
+    train: TrainConfig
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(
+            {
+                "model": self.model.to_dict(),
+                "data": dataclasses.asdict(self.data),
+                "train": dataclasses.asdict(self.train),
+            }
+        )
+
+
+SECTIONS = ("model", "data", "train")
+
+
+def load_config(path: str | Path, overrides: Iterable[str] = ()) -> RunConfig:
+    """The recipe in a YAML file, with ``KEY=VALUE`` overrides applied (``ConfigError`` if bad)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such config file")
+    document = parse_yaml(read_text(path, InputFormatError), where=str(path))
+    if document is None:
+        document = {}
+    if not isinstance(document, dict):
+        raise ConfigError(f"{path}: expected a mapping with sections {', '.join(SECTIONS)}")
+    overrides = list(overrides)
+    apply_overrides(document, overrides)
+    where = str(path) + (f" (with {', '.join(overrides)})" if overrides else "")
+    return run_config(document, where=where)
+
+
+def run_config(values: dict[str, Any], *, where: str = "config") -> RunConfig:
+    """A ``RunConfig`` from a plain mapping such as a parsed YAML file."""
+    if not isinstance(values, dict):
+        raise ConfigError(f"{where}: expected a mapping with sections {', '.join(SECTIONS)}")
+    unknown = sorted(set(values) - set(SECTIONS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown section(s) {', '.join(map(str, unknown))}; expected {SECTIONS}")
+    for name in ("model", "data"):
+        if name not in values:
+            raise ConfigError(f"{where}: the {name} section is missing")
+    model = _model_section(values["model"], where)
+    data = _build(DataConfig, values["data"], "data", where)
+    data.check(where)
+    train = _build(TrainConfig, values.get("train") or {}, "train", where)
+    train.check(where)
+    return RunConfig(model=model, data=data, train=train)
+
+
+def _model_section(values: Any, where: str) -> ModelConfig:
+    if not isinstance(values, dict) or not isinstance(values.get("model"), str):
+        raise ConfigError(f"{where}: model must be a mapping with a model name (model.model)")
+    try:
+        config_class = model_class(values["model"]).config_class
+    except ConfigError as error:
+        raise ConfigError(f"{where}: model.model: {error}") from None
+    except ImportError as error:
+        raise ConfigError(f"{where}: model {values['model']!r} cannot be loaded ({error})") from None
+    checked = _build(config_class, values, "model", where)  # key paths and types, with the file's name
+    try:
+        return model_config(dataclasses.asdict(checked), where=f"{where}: model")
+    except ConfigError as error:
+        text = str(error)
+        raise ConfigError(text if text.startswith(where) else f"{where}: {text}") from None
+
+
+# --- YAML and overrides --------------------------------------------------------------------------
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML with 1.2-style floats (``3e-4`` is a number, not a string) and no duplicate keys."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                mark = key_node.start_mark
+                raise ConfigError(f"{mark.name}:{mark.line + 1}:{mark.column + 1}: duplicate key {key!r}")
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
+def parse_yaml(text: str, *, where: str) -> Any:
+    """The value of a YAML document; bad YAML raises ``ConfigError`` with its line and column."""
+    try:
+        loader = _Loader(text)
+        loader.name = where
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        place = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
+        raise ConfigError(f"{place}: invalid YAML ({error.problem})") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{where}: invalid YAML ({error})") from None
+
+
+DATA_PATHS = ("data.train", "data.valid", "data.test")
+
+
+def apply_overrides(document: dict[str, Any], overrides: Iterable[str]) -> None:
+    """Set ``section.key[.key]=value`` entries in ``document`` (values read as YAML).
+
+    Setting a data path (``data.train``, ...) drops a ``data.synthetic`` entry, so that a recipe made
+    for the synthetic treebank can be pointed at real files from the command line.
+    """
+    for override in overrides:
+        key, equals, text = override.partition("=")
+        key = key.strip()
+        if not equals or not key or any(not part for part in key.split(".")):
+            raise ConfigError(f"override {override!r}: expected KEY=VALUE, e.g. train.lr=3e-4")
+        value = parse_yaml(text, where=f"override {key}")
+        *parents, last = key.split(".")
+        node = document
+        for depth, part in enumerate(parents):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise ConfigError(f"override {override!r}: {'.'.join(parents[: depth + 1])} is not a section")
+            node = child
+        node[last] = value
+        if key in DATA_PATHS and value is not None and isinstance(document.get("data"), dict):
+            document["data"].pop("synthetic", None)
+
+
+# --- checking values against dataclass fields ----------------------------------------------------
+
+
+def _build(cls: type, values: Any, key: str, where: str):
+    """``cls(**values)`` after checking every key and converting every value to its field's type."""
+    if not isinstance(values, dict):
+        raise ConfigError(f"{where}: {key} must be a mapping, got {_shown(values)}")
+    try:
+        hints = get_type_hints(cls)
+    except (NameError, TypeError, AttributeError):  # annotations that cannot be evaluated: the class checks
+        return cls(**values)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(str(name) for name in set(values) - fields)
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(f'{key}.{name}' for name in unknown)}; expected some of {', '.join(sorted(fields))}"
+        )
+    converted = {name: _convert(value, hints[name], f"{key}.{name}", where) for name, value in values.items()}
+    return cls(**converted)
+
+
+def _convert(value: Any, hint: Any, key: str, where: str) -> Any:
+    origin = get_origin(hint)
+    if origin in (Union, types.UnionType):
+        options = [arg for arg in get_args(hint) if arg is not type(None)]
+        if value is None and len(options) < len(get_args(hint)):
+            return None
+        if len(options) == 1:
+            return _convert(value, options[0], key, where)
+        return value
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value, key, where)
+    if origin is Literal:
+        if value not in get_args(hint):
+            expected = ", ".join(repr(option) for option in get_args(hint))
+            raise ConfigError(f"{where}: {key} must be one of {expected}, got {_shown(value)}")
+        return value
+    if origin is tuple:
+        args = get_args(hint)
+        if not isinstance(value, (list, tuple)) or len(value) != len(args):
+            raise ConfigError(f"{where}: {key} must be a list of {len(args)} values, got {_shown(value)}")
+        return tuple(
+            _convert(item, arg, f"{key}[{i}]", where) for i, (item, arg) in enumerate(zip(value, args))
+        )
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: {key} must be true or false, got {_shown(value)}")
+        return value
+    if hint is int:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConfigError(f"{where}: {key} must be an integer, got {_shown(value)}")
+        return value
+    if hint is float:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise ConfigError(f"{where}: {key} must be a number, got {_shown(value)}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: {key} must be a string, got {_shown(value)}")
+        return value
+    return value
+
+
+def _shown(value: Any) -> str:
+    return "nothing (null)" if value is None else repr(value)
+
+
+def _plain(value: Any) -> Any:
+    """Tuples as lists, recursively: the JSON/YAML form of a config."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value

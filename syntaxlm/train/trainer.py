@@ -1,0 +1,849 @@
+"""One training loop for every model: AdamW, warm-up and decay, clipping, bf16, accumulation,
+validation with early stopping, checkpoints and exact resume, data parallelism (``torchrun``).
+
+The loop talks to a model only through ``SyntacticLM``: ``prepare`` makes the corpora, ``loss``
+gives NLL sums per part. A step's objective is that of one global batch (all micro-batches of the
+step over all processes)::
+
+    objective = Σ_part weight_part · (Σ sums_part) / (Σ counts_part)
+
+Each micro-batch's ``Batch.counts`` are those of its whole global batch, so every process divides
+its own sums by the step's global counts; under data parallelism the result is multiplied by the
+number of processes, which the gradient averaging of DistributedDataParallel undoes. Parts whose
+step count is zero are left out.
+
+A run folder holds::
+
+    config.json              {"model", "seed", "world_size", "train_config"} (read by the report)
+    data/                    the synthetic treebank, when the recipe asks for it
+    vocab/                   the text vocabulary built from the training trees (unless vocab_path)
+    checkpoint.safetensors   the latest checkpoint (see ``checkpoint``)
+    best/  last/             save_pretrained folders: lowest validation loss, end of training
+    log.csv  tensorboard/    the training log (see ``logs``)
+    training.json            the result record (``syntaxlm.results``)
+
+Randomness during training is seeded at every step from ``(seed, process rank, step)``, so a
+resumed run draws the same dropout masks as one that was never stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import random
+import shutil
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import Tensor, nn
+
+from syntaxlm.data.batching import Batch, RowCorpus
+from syntaxlm.errors import InputFormatError, SyntaxlmError
+from syntaxlm.files import atomic_writer, read_json
+from syntaxlm.models import ConfigError, SyntacticLM, model_class
+from syntaxlm.models.base import LossOutput
+from syntaxlm.results import result_record, write_result
+from syntaxlm.train.checkpoint import (
+    CHECKPOINT_FILE,
+    TrainingState,
+    load_checkpoint,
+    remove_partial_checkpoints,
+    save_checkpoint,
+)
+from syntaxlm.train.config import DataConfig, RunConfig, TrainConfig
+from syntaxlm.train.logs import RunLog
+
+CONFIG_FILE = "config.json"
+RESULT_FILE = "training.json"
+BEST, LAST = "best", "last"
+
+# Keys a resumed run may change: they decide when to stop, log or save, not what a step computes.
+RESUMABLE_CHANGES = frozenset(
+    f"train.{key}"
+    for key in ("max_steps", "epochs", "log_every", "checkpoint_every", "eval_every", "patience", "device")
+)
+
+
+class TrainingError(SyntaxlmError):
+    """Training cannot go on: the loss became NaN or infinite, a corpus is empty, a resume does not fit."""
+
+
+@dataclass
+class TrainResult:
+    """How a run ended. Losses are nats per target token of the ``lm`` part on the validation set."""
+
+    run: Path
+    steps: int
+    stopped: str  # "max_steps", "epochs" or "early_stopping"
+    best_valid_loss: float | None
+    best_step: int | None
+    last_valid_loss: float | None
+    unigram_valid_loss: float
+    model: SyntacticLM
+
+    @property
+    def best_valid_perplexity(self) -> float | None:
+        return None if self.best_valid_loss is None else math.exp(self.best_valid_loss)
+
+
+# --- the pieces of a step ----------------------------------------------------------------------------
+
+
+def lr_factor(step: int, config: TrainConfig) -> float:
+    """The learning rate of step ``step`` (0-based) as a fraction of ``config.lr``.
+
+    Linear warm-up over ``warmup_steps``, then ``cosine`` decay to ``min_lr_ratio`` at ``max_steps``,
+    ``inverse-sqrt`` decay (√(warmup / step), not below ``min_lr_ratio``) or ``constant``.
+    """
+    warmup = config.warmup_steps
+    if step < warmup:
+        return (step + 1) / warmup
+    floor = config.min_lr_ratio
+    if config.schedule == "constant":
+        return 1.0
+    if config.schedule == "inverse-sqrt":
+        return max(floor, math.sqrt(max(warmup, 1) / (step + 1)))
+    progress = min(1.0, (step - warmup) / max(1, config.max_steps - warmup))
+    return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def step_objective(output: LossOutput, weights: dict[str, float], counts: dict[str, int]) -> Tensor:
+    """``Σ_part weight · sum / count`` of one micro-batch, ``counts`` being the whole step's."""
+    terms = [
+        weight * output.sums[part].float() / counts[part]
+        for part, weight in weights.items()
+        if counts.get(part, 0) > 0 and part in output.sums
+    ]
+    if not terms:  # nothing to predict in the step: a zero that still reaches every graph
+        terms = [0.0 * value.float() for value in output.sums.values()]
+    return torch.stack(terms).sum()
+
+
+@dataclass
+class StepSums:
+    """The NLL sums (this process's rows) and global target counts of the micro-batches of one step."""
+
+    sums: dict[str, float]
+    counts: dict[str, int]
+    state: Any = None
+
+
+def accumulate_gradients(
+    module: nn.Module,
+    batches: Sequence[Batch],
+    state: Any = None,
+    *,
+    weights: dict[str, float],
+    device: torch.device | str = "cpu",
+    precision: str = "fp32",
+    world_size: int = 1,
+) -> StepSums:
+    """Forward and backward every micro-batch of a step, gradients adding up in ``.grad``.
+
+    ``module`` is a ``SyntacticLM`` or the data-parallel wrapper of one (whose gradient averaging is
+    then synchronised on the last micro-batch only). ``state`` is passed from batch to batch.
+    """
+    counts: dict[str, int] = {}
+    for batch in batches:
+        for part, count in batch.counts.items():
+            counts[part] = counts.get(part, 0) + count
+    sums: dict[str, float] = {}
+    device = torch.device(device)
+    for i, batch in enumerate(batches):
+        last = i == len(batches) - 1
+        sync = contextlib.nullcontext() if last or not hasattr(module, "no_sync") else module.no_sync()
+        stand_in = batch.size == 0  # see _micro_batches: its row counts for nothing
+        with sync:
+            with _autocast(device, precision):
+                output = _loss(module, batch.to(device), state)
+            scale = 0.0 if stand_in else float(world_size)
+            (step_objective(output, weights, counts) * scale).backward()
+        state = detach(output.state)
+        for part, value in output.sums.items():
+            sums[part] = sums.get(part, 0.0) + (0.0 if stand_in else float(value.detach().float()))
+    return StepSums(sums=sums, counts=counts, state=state)
+
+
+def weighted_loss(sums: dict[str, float], counts: dict[str, int], weights: dict[str, float]) -> float:
+    """The objective's value from summed NLL and counts (parts with no targets left out)."""
+    return sum(
+        weight * sums[part] / counts[part] for part, weight in weights.items() if counts.get(part, 0) > 0
+    )
+
+
+@torch.no_grad()
+def evaluate(
+    model: SyntacticLM,
+    corpus: RowCorpus,
+    *,
+    batch_size: int,
+    device: torch.device | str = "cpu",
+    precision: str = "fp32",
+    rank: int = 0,
+    world_size: int = 1,
+) -> dict[str, float]:
+    """Validation loss: Σ ``lm`` sums / Σ ``lm`` counts over ``corpus`` (nats per token), in eval mode.
+
+    Returns ``{"loss", "perplexity", "tokens"}``. With several processes each scores its rows and
+    the sums are added up, so every process gets the numbers of the whole corpus.
+    """
+    was_training = model.training
+    model.eval()
+    device = torch.device(device)
+    total = torch.zeros((), dtype=torch.float64, device=device)
+    tokens = 0
+    state = None
+    try:
+        for batch in corpus.batches(batch_size, shuffle=False, rank=rank, world_size=world_size):
+            tokens += batch.counts["lm"]
+            if batch.size == 0:  # fewer rows than processes in the last batch: none for this one
+                continue
+            with _autocast(device, precision):
+                output = model.loss(batch.to(device), state)
+            state = output.state
+            total += output.sums["lm"].double()
+    finally:
+        model.train(was_training)
+    if world_size > 1:
+        dist.all_reduce(total)
+    loss = float(total) / max(tokens, 1)
+    return {"loss": loss, "perplexity": math.exp(min(loss, 700.0)), "tokens": tokens}
+
+
+def unigram_loss(
+    train: RowCorpus, valid: RowCorpus, *, part: str = "lm", vocab_size: int | None = None
+) -> float:
+    """Validation loss (nats per token) of the add-one-smoothed unigram distribution of the train targets.
+
+    The baseline every trained model must beat clearly. ``vocab_size`` defaults to the largest
+    target id seen plus one.
+    """
+    train_targets = _targets(train, part)
+    valid_targets = _targets(valid, part)
+    if not len(valid_targets):
+        raise TrainingError(f"the validation corpus has no {part!r} targets")
+    largest = int(max(train_targets.max(initial=0), valid_targets.max(initial=0)))
+    size = max(vocab_size or 0, largest + 1)
+    counts = np.bincount(train_targets, minlength=size).astype(np.float64)
+    logprob = np.log(counts + 1.0) - math.log(len(train_targets) + size)
+    return float(-logprob[valid_targets].mean())
+
+
+def _targets(corpus: RowCorpus, part: str) -> np.ndarray:
+    values = corpus.fields[corpus.target_fields[part]]
+    return values[corpus._targets(values)].astype(np.int64)
+
+
+def detach(value: Any) -> Any:
+    """A carried state with every tensor cut from the graph (lists, tuples and dicts kept)."""
+    if isinstance(value, Tensor):
+        return value.detach()
+    if isinstance(value, (list, tuple)):
+        return type(value)(detach(item) for item in value)
+    if isinstance(value, dict):
+        return {key: detach(item) for key, item in value.items()}
+    return value
+
+
+def _moved(value: Any, device: torch.device | str) -> Any:
+    if isinstance(value, Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_moved(item, device) for item in value)
+    if isinstance(value, dict):
+        return {key: _moved(item, device) for key, item in value.items()}
+    return value
+
+
+def _autocast(device: torch.device, precision: str):
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
+
+
+class _LossModule(nn.Module):
+    """What DistributedDataParallel wraps: ``forward`` is the model's ``loss``."""
+
+    def __init__(self, model: SyntacticLM):
+        super().__init__()
+        self.model = model
+
+    def forward(self, batch: Batch, state: Any = None):
+        output = self.model.loss(batch, state)
+        return output.sums, output.counts, output.state
+
+
+def _loss(module: nn.Module, batch: Batch, state: Any) -> LossOutput:
+    if isinstance(module, SyntacticLM):
+        return module.loss(batch, state)
+    sums, counts, state = module(batch, state)
+    return LossOutput(sums, counts, state)
+
+
+def _step_seed(seed: int, rank: int, step: int) -> int:
+    return int(np.random.SeedSequence([seed, rank, step]).generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+def _seed_everything(seed: int) -> None:
+    torch.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+
+
+# --- processes and devices ---------------------------------------------------------------------------
+
+
+@dataclass
+class Processes:
+    """This process's place among the data-parallel ones (one process: rank 0 of 1)."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    owns_group: bool = False
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def barrier(self) -> None:
+        if self.world_size > 1:
+            dist.barrier()
+
+    def sum(self, values: list[float], device: torch.device) -> list[float]:
+        if self.world_size == 1:
+            return values
+        tensor = torch.tensor(values, dtype=torch.float64, device=device)
+        dist.all_reduce(tensor)
+        return tensor.tolist()
+
+    def gather(self, value: Any) -> list[Any]:
+        """``value`` of every process, on rank 0 (other ranks get an empty list)."""
+        if self.world_size == 1:
+            return [value]
+        gathered = [None] * self.world_size if self.main else None
+        dist.gather_object(value, gathered, dst=0)
+        return gathered or []
+
+
+def start_processes(device_choice: str) -> tuple[Processes, torch.device]:
+    """Join the process group ``torchrun`` describes (``WORLD_SIZE`` > 1) and pick this process's device."""
+    if device_choice == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("train.device is 'cuda' but no CUDA device is available")
+    use_cuda = device_choice == "cuda" or (device_choice == "auto" and torch.cuda.is_available())
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size <= 1 and not dist.is_initialized():
+        return Processes(), torch.device("cuda" if use_cuda else "cpu")
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if use_cuda:
+        torch.cuda.set_device(local_rank)
+    owns = False
+    if not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+        owns = True
+    processes = Processes(dist.get_rank(), dist.get_world_size(), local_rank, owns)
+    return processes, torch.device(f"cuda:{local_rank}" if use_cuda else "cpu")
+
+
+# --- data ----------------------------------------------------------------------------------------------
+
+
+def data_paths(data: DataConfig, out: Path) -> dict[str, Path]:
+    """The treebank files a run reads (the synthetic ones live in ``out/data``)."""
+    if data.synthetic is not None:
+        folder = out / "data"
+        return {"train": folder / "train.trees", "valid": folder / "dev.trees", "test": folder / "test.trees"}
+    return {
+        role: Path(path)
+        for role, path in (("train", data.train), ("valid", data.valid), ("test", data.test))
+        if path
+    }
+
+
+def check_inputs(data: DataConfig, out: Path) -> None:
+    """Fail before anything is written when a treebank file or the vocabulary folder is missing."""
+    if data.synthetic is None:
+        for role, path in data_paths(data, out).items():
+            if not path.is_file():
+                raise ConfigError(f"data.{role}: no such file {path} (set data.{role} or --data-{role})")
+    if data.vocab_path is not None and not Path(data.vocab_path).exists():
+        raise ConfigError(f"data.vocab_path: no such vocabulary folder {data.vocab_path}")
+
+
+def _prepare_files(config: RunConfig, out: Path, processes: Processes, *, fresh: bool):
+    """Write the synthetic treebank and build the vocabulary (first process), then read the vocabulary."""
+    from syntaxlm.data.synthetic import write_synthetic_treebank
+    from syntaxlm.text.base import load_vocabulary
+    from syntaxlm.text.build import build_vocabulary
+
+    data = config.data
+    paths = data_paths(data, out)
+    if processes.main:
+        if data.synthetic is not None and (fresh or not paths["train"].is_file()):
+            write_synthetic_treebank(
+                out / "data", sentences=data.synthetic.sentences, seed=data.synthetic.seed
+            )
+        if data.vocab_path is None and (fresh or not (out / "vocab" / "vocab.json").is_file()):
+            build_vocabulary(
+                paths["train"],
+                out / "vocab",
+                kind=data.vocab.kind,
+                min_freq=data.vocab.min_freq,
+                vocab_size=data.vocab.vocab_size,
+                pos_tags=data.pos_tags,
+            )
+    processes.barrier()
+    vocab = load_vocabulary(data.vocab_path if data.vocab_path is not None else out / "vocab")
+    return paths, vocab
+
+
+def read_treebank(path: str | Path, *, pos_tags: bool = True) -> list:
+    """The trees of a file in the Choe–Charniak view (no traces, function tags, ROOT or POS tags)."""
+    from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
+    from syntaxlm.trees.ptb import TreeReader
+
+    cleaning = CHOE_CHARNIAK_CLEANING if pos_tags else replace(CHOE_CHARNIAK_CLEANING, drop_pos_tags=False)
+    return list(TreeReader(path, cleaning=cleaning, pos_tags=pos_tags))
+
+
+# --- the run -------------------------------------------------------------------------------------------
+
+
+def train(config: RunConfig, out: str | Path, *, resume: bool = False, progress: bool = True) -> TrainResult:
+    """Train the model ``config`` describes, writing everything into the run folder ``out``.
+
+    ``resume=True`` continues the run in ``out`` from its checkpoint (the same batches, the same
+    numbers as a run that was never stopped), or starts it when it has none. Under ``torchrun``
+    every process calls this; only the first writes files.
+    """
+    out = Path(out)
+    processes, device = start_processes(config.train.device)
+    try:
+        return _train(config, out, resume=resume, progress=progress, processes=processes, device=device)
+    finally:
+        if processes.owns_group and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _train(
+    config: RunConfig, out: Path, *, resume: bool, progress: bool, processes: Processes, device: torch.device
+) -> TrainResult:
+    tc = config.train
+    if tc.batch_size < processes.world_size:
+        raise ConfigError(
+            f"train.batch_size ({tc.batch_size}) must be at least the number of processes ({processes.world_size})"
+        )
+    check_inputs(config.data, out)
+    checkpoint_path = out / CHECKPOINT_FILE
+    has_run = (out / CONFIG_FILE).is_file() or checkpoint_path.is_file()
+    if has_run and not resume:
+        raise TrainingError(
+            f"{out} already holds a run; resume it (--resume) or choose another output folder"
+        )
+    if has_run:
+        _check_resumable(config, out / CONFIG_FILE)
+    fresh = not checkpoint_path.is_file()
+    processes.barrier()  # every process has looked at the folder before the first one writes to it
+    if processes.main:
+        out.mkdir(parents=True, exist_ok=True)
+        remove_partial_checkpoints(out)
+    paths, vocab = _prepare_files(config, out, processes, fresh=fresh)
+
+    train_trees = read_treebank(paths["train"], pos_tags=config.data.pos_tags)
+    valid_trees = read_treebank(paths["valid"], pos_tags=config.data.pos_tags)
+    cls = model_class(config.model.model)
+    _seed_everything(tc.seed)
+    model = cls(config.model, cls.vocabularies_for(config.model, train_trees, vocab))
+    train_corpus = model.prepare(train_trees)
+    valid_corpus = model.prepare(valid_trees)
+    if len(train_corpus) == 0:
+        raise TrainingError(f"{paths['train']}: no training rows (is the treebank empty?)")
+    if len(valid_corpus) == 0:
+        raise TrainingError(f"{paths['valid']}: no validation rows (is the treebank empty?)")
+    if processes.main:  # from here on the folder holds a run (resumable, not overwritten)
+        run_record = {"model": config.model.model, "seed": tc.seed, "world_size": processes.world_size}
+        _write_json(out / CONFIG_FILE, {**run_record, "train_config": config.to_dict()})
+    weights = model.loss_weights
+    unigram = unigram_loss(train_corpus, valid_corpus, vocab_size=len(model.vocab))
+
+    state = TrainingState(world_size=processes.world_size)
+    carried = None
+    optimizer_state = None
+    if not fresh:
+        checkpoint = load_checkpoint(checkpoint_path)
+        model.load_weights(checkpoint.model, source=str(checkpoint_path))
+        optimizer_state = checkpoint.optimizer
+        state = checkpoint.state
+        if any(value is not None for value in checkpoint.carried):
+            if len(checkpoint.carried) != processes.world_size:
+                raise TrainingError(
+                    f"{checkpoint_path}: written by {len(checkpoint.carried)} processes whose models carry "
+                    f"stream state; resume with {len(checkpoint.carried)} processes"
+                )
+            carried = _moved(checkpoint.carried[processes.rank], device)
+        state.world_size = processes.world_size
+    model.to(device)
+    model.train()
+    optimizer = make_optimizer(model, tc)
+    if optimizer_state is not None:
+        optimizer.load_state_dict(optimizer_state)
+    module: nn.Module = model
+    if processes.world_size > 1:
+        module = nn.parallel.DistributedDataParallel(_LossModule(model))
+
+    log = RunLog(
+        out, start_step=state.step, total_steps=tc.max_steps, enabled=processes.main, progress=progress
+    )
+    n_parameters = sum(p.numel() for p in model.parameters())
+    log.note(
+        f"{config.model.model}: {n_parameters:,} parameters; {len(train_corpus)} training rows, "
+        f"{train_corpus.n_targets.get('lm', 0)} target tokens; {processes.world_size} process(es) on {device}"
+    )
+    log.note(
+        f"unigram baseline validation loss {unigram:.4f} nats/token (perplexity {math.exp(unigram):.2f})"
+    )
+    if state.step:
+        log.note(f"resuming at step {state.step} (epoch {state.epoch}, batch {state.batch})")
+
+    def last_good_checkpoint() -> str:
+        if not checkpoint_path.is_file():
+            return "no checkpoint was written yet"
+        return f"the last good checkpoint is {checkpoint_path} (step {_checkpoint_step(checkpoint_path)})"
+
+    def validate() -> dict[str, float]:
+        result = evaluate(
+            model,
+            valid_corpus,
+            batch_size=tc.batch_size,
+            device=device,
+            precision=tc.precision,
+            rank=processes.rank,
+            world_size=processes.world_size,
+        )
+        if not math.isfinite(result["loss"]):
+            raise TrainingError(
+                f"training stopped: the validation loss at step {state.step} is {result['loss']}; "
+                f"{last_good_checkpoint()}"
+            )
+        state.last_valid_loss, state.last_valid_step = result["loss"], state.step
+        if state.best_valid_loss is None or result["loss"] < state.best_valid_loss:
+            state.best_valid_loss, state.best_step, state.bad_validations = result["loss"], state.step, 0
+            if processes.main:
+                save_model_folder(model, out / BEST)
+        else:
+            state.bad_validations += 1
+        log.note(
+            f"step {state.step}: validation loss {result['loss']:.4f} (perplexity {result['perplexity']:.2f}); "
+            f"best {state.best_valid_loss:.4f} at step {state.best_step}"
+        )
+        return result
+
+    written = {"step": state.step if not fresh else None}
+
+    def write_checkpoint(carried_now: Any) -> None:
+        if written["step"] == state.step:
+            return
+        written["step"] = state.step
+        everyone = processes.gather(_moved(carried_now, "cpu"))
+        if processes.main:
+            save_checkpoint(
+                checkpoint_path,
+                model=model.state_dict(),
+                optimizer=optimizer.state_dict(),
+                state=state,
+                carried=everyone,
+            )
+
+    stream = _micro_batches(train_corpus, tc, state.epoch, state.batch, processes)
+    n_batches = max(train_corpus.n_batches(tc.batch_size), 1)
+    carried_epoch = state.epoch
+    interval = _Interval(state.log_interval)
+    stopped = "max_steps"
+    try:
+        while True:
+            if state.step >= tc.max_steps:
+                break
+            if tc.patience is not None and state.bad_validations >= tc.patience:
+                stopped = "early_stopping"
+                break
+            taken = list(_take(stream, tc.grad_accum))
+            if not taken:
+                stopped = "epochs"
+                break
+            _seed_everything(_step_seed(tc.seed, processes.rank, state.step))
+            for group in optimizer.param_groups:
+                group["lr"] = tc.lr * lr_factor(state.step, tc)
+            # Micro-batches of one step may straddle two epochs; a new epoch restarts the streams.
+            step_sums = StepSums({}, {})
+            for epoch, run in _runs_by_epoch(taken):
+                if epoch != carried_epoch:
+                    carried, carried_epoch = None, epoch
+                part = accumulate_gradients(
+                    module,
+                    [batch for _, _, batch in run],
+                    carried,
+                    weights=weights,
+                    device=device,
+                    precision=tc.precision,
+                    world_size=processes.world_size,
+                )
+                carried = part.state
+                _add(step_sums, part)
+            parts = sorted(step_sums.sums)
+            totals = dict(zip(parts, processes.sum([step_sums.sums[p] for p in parts], device), strict=True))
+            loss = weighted_loss(totals, step_sums.counts, weights)
+            grad_norm = float(
+                torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip_norm if tc.clip_norm else math.inf)
+            )
+            if not (math.isfinite(loss) and math.isfinite(grad_norm)):
+                what = f"loss {loss}" if not math.isfinite(loss) else f"gradient norm {grad_norm}"
+                raise TrainingError(
+                    f"training stopped: the {what} at step {state.step + 1} is not finite; the parameters "
+                    f"were not updated; {last_good_checkpoint()}. Try a lower train.lr or "
+                    "train.clip_norm, or train.precision fp32"
+                )
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            state.step += 1
+            state.epoch, state.batch = taken[-1][0], taken[-1][1]
+            interval.add(totals, step_sums.counts, grad_norm)
+
+            row: dict[str, Any] = {}
+            if state.step % tc.log_every == 0:
+                row = interval.row(weights)
+            if state.step % tc.eval_every == 0:
+                result = validate()
+                row.update(valid_loss=result["loss"], valid_perplexity=result["perplexity"])
+            if row:
+                log.row(
+                    step=state.step,
+                    epoch=round(state.epoch + state.batch / n_batches, 4),
+                    lr=optimizer.param_groups[0]["lr"],
+                    **row,
+                )
+            log.advance(1, loss=loss, tokens_per_s=interval.last_rate)
+            if state.step % tc.checkpoint_every == 0:
+                write_checkpoint(carried)
+
+        if state.step > 0 and state.last_valid_step != state.step:
+            result = validate()
+            log.row(
+                step=state.step,
+                epoch=round(state.epoch + state.batch / n_batches, 4),
+                valid_loss=result["loss"],
+                valid_perplexity=result["perplexity"],
+            )
+        if state.step > 0:
+            write_checkpoint(carried)
+        if processes.main and state.step > 0:
+            save_model_folder(model, out / LAST)
+            if not (out / BEST).is_dir():
+                save_model_folder(model, out / BEST)
+    finally:
+        log.close()
+
+    result = TrainResult(
+        run=out,
+        steps=state.step,
+        stopped=stopped,
+        best_valid_loss=state.best_valid_loss,
+        best_step=state.best_step,
+        last_valid_loss=state.last_valid_loss,
+        unigram_valid_loss=unigram,
+        model=model,
+    )
+    if processes.main:
+        record = result_record(
+            "training",
+            {
+                "model": config.model.model,
+                "steps": state.step,
+                "stopped": stopped,
+                "best_valid_loss": state.best_valid_loss,
+                "best_valid_perplexity": result.best_valid_perplexity,
+                "best_step": state.best_step,
+                "last_valid_loss": state.last_valid_loss,
+                "unigram_valid_loss": unigram,
+                "valid_tokens": valid_corpus.n_targets.get("lm", 0),
+                "train_tokens": train_corpus.n_targets.get("lm", 0),
+                "parameters": n_parameters,
+                "loss_unit": "nats per target token (lm part)",
+            },
+            inputs={role: path for role, path in paths.items()},
+            options={"config": config.to_dict(), "world_size": processes.world_size},
+        )
+        write_result(out / RESULT_FILE, record)
+    return result
+
+
+def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
+    """AdamW; weight decay on matrices and embedding tables, not on biases or normalisation gains."""
+    decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
+    groups = [
+        {"params": decay, "weight_decay": config.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    groups = [group for group in groups if group["params"]]
+    return torch.optim.AdamW(groups, lr=config.lr, betas=config.betas)
+
+
+def save_model_folder(model: SyntacticLM, folder: Path) -> Path:
+    """``save_pretrained`` into a temporary folder that replaces ``folder`` once complete."""
+    tmp = folder.with_name(f".{folder.name}.tmp")
+    old = folder.with_name(f".{folder.name}.old")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    shutil.rmtree(old, ignore_errors=True)
+    if folder.exists():
+        folder.rename(old)
+    tmp.rename(folder)
+    shutil.rmtree(old, ignore_errors=True)
+    return folder
+
+
+# --- helpers of the loop -------------------------------------------------------------------------------
+
+
+def _micro_batches(
+    corpus: RowCorpus, config: TrainConfig, epoch: int, start: int, processes: Processes
+) -> Iterator[tuple[int, int, Batch]]:
+    """``(epoch, index of the next batch, batch)`` from batch ``start`` of ``epoch`` on, epoch after epoch."""
+    while config.epochs is None or epoch < config.epochs:
+        index = start
+        for batch in corpus.batches(
+            config.batch_size,
+            seed=config.seed,
+            epoch=epoch,
+            start=start,
+            rank=processes.rank,
+            world_size=processes.world_size,
+        ):
+            index += 1
+            if batch.size == 0:
+                # A global batch with fewer rows than processes left none to this one; it still takes
+                # part in the gradient averaging, with a row of the corpus whose loss is multiplied by 0.
+                row = next(corpus.batches(1, shuffle=False))
+                batch = Batch(row.tensors, batch.counts, batch.rows)
+            yield epoch, index, batch
+        epoch, start = epoch + 1, 0
+
+
+def _take(stream: Iterator, n: int) -> Iterator:
+    for _ in range(n):
+        item = next(stream, None)
+        if item is None:
+            return
+        yield item
+
+
+def _runs_by_epoch(taken: list[tuple[int, int, Batch]]) -> list[tuple[int, list]]:
+    runs: list[tuple[int, list]] = []
+    for item in taken:
+        if runs and runs[-1][0] == item[0]:
+            runs[-1][1].append(item)
+        else:
+            runs.append((item[0], [item]))
+    return runs
+
+
+def _add(total: StepSums, part: StepSums) -> None:
+    for name, value in part.sums.items():
+        total.sums[name] = total.sums.get(name, 0.0) + value
+    for name, value in part.counts.items():
+        total.counts[name] = total.counts.get(name, 0) + value
+
+
+class _Interval:
+    """Training numbers since the last ``log.csv`` row. The sums live in ``numbers`` (a dict of the
+    checkpointed state), so that a resumed run writes the rows an uninterrupted one would."""
+
+    def __init__(self, numbers: dict[str, Any]):
+        self.numbers = numbers
+        self._clear()
+        self.last_rate: float | None = None
+        self._rate_tokens, self._rate_start = 0, time.perf_counter()
+
+    def _clear(self) -> None:
+        if not self.numbers:
+            self.numbers.update(sums={}, counts={}, grad_norm_sum=0.0, steps=0)
+        self.tokens, self.start = 0, time.perf_counter()
+
+    def add(self, sums: dict[str, float], counts: dict[str, int], grad_norm: float) -> None:
+        numbers = self.numbers
+        for part, value in sums.items():
+            numbers["sums"][part] = numbers["sums"].get(part, 0.0) + value
+        for part, value in counts.items():
+            numbers["counts"][part] = numbers["counts"].get(part, 0) + value
+        numbers["grad_norm_sum"] += grad_norm
+        numbers["steps"] += 1
+        self.tokens += counts.get("lm", 0)
+        self._rate_tokens += counts.get("lm", 0)
+        now = time.perf_counter()
+        if now - self._rate_start >= 1.0 or self.last_rate is None:
+            self.last_rate = self._rate_tokens / max(now - self._rate_start, 1e-9)
+            self._rate_tokens, self._rate_start = 0, now
+
+    def row(self, weights: dict[str, float]) -> dict[str, Any]:
+        numbers = self.numbers
+        row = {
+            "train_loss": weighted_loss(numbers["sums"], numbers["counts"], weights),
+            "tokens_per_s": round(self.tokens / max(time.perf_counter() - self.start, 1e-9), 1),
+            "grad_norm": numbers["grad_norm_sum"] / max(numbers["steps"], 1),
+        }
+        self.numbers.clear()
+        self._clear()
+        return row
+
+
+def _checkpoint_step(path: Path) -> int | str:
+    from syntaxlm.train.checkpoint import read_training_state
+
+    try:
+        return read_training_state(path).step
+    except SyntaxlmError:
+        return "?"
+
+
+def _check_resumable(config: RunConfig, saved_path: Path) -> None:
+    """A resumed run must compute what the stopped one did: only ``RESUMABLE_CHANGES`` may differ."""
+    if not saved_path.is_file():
+        return
+    saved = read_json(saved_path, InputFormatError, expected="a run configuration")
+    saved = saved.get("train_config") if isinstance(saved, dict) else None
+    if not isinstance(saved, dict):
+        raise TrainingError(f"{saved_path}: no train_config; was this folder written by syntaxlm train?")
+    now, before = _flat(config.to_dict()), _flat(saved)
+    changed = sorted(key for key in now.keys() | before.keys() if now.get(key) != before.get(key))
+    changed = [key for key in changed if key not in RESUMABLE_CHANGES]
+    if changed:
+        shown = "; ".join(
+            f"{key}: {before.get(key)!r} in the run, {now.get(key)!r} now" for key in changed[:6]
+        )
+        raise ConfigError(
+            f"{saved_path}: the config differs from the run's in what a step computes ({shown}); "
+            f"only {', '.join(sorted(RESUMABLE_CHANGES))} may change on resume"
+        )
+
+
+def _flat(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _write_json(path: Path, value: Any) -> None:
+    import json
+
+    with atomic_writer(path) as handle:
+        json.dump(value, handle, indent=2)
+        handle.write("\n")

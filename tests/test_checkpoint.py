@@ -1,0 +1,239 @@
+"""Checkpoints: what they hold, damaged files, and resuming a run killed mid-way (SIGKILL) to the very
+numbers of a run that was never stopped."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from syntaxlm.train import (
+    CheckpointError,
+    TrainingState,
+    load_checkpoint,
+    load_config,
+    save_checkpoint,
+    train,
+)
+from syntaxlm.train.checkpoint import read_training_state
+from tests import test_trainer
+from tests.test_trainer import tiny_config
+
+tiny, treebank = test_trainer.tiny, test_trainer.treebank  # the fixtures, shared
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _trained_optimizer():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.LayerNorm(4))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, betas=(0.8, 0.95))
+    for _ in range(2):
+        model(torch.randn(5, 3)).pow(2).sum().backward()
+        optimizer.step()
+    return model, optimizer
+
+
+def test_a_checkpoint_round_trips_model_optimizer_state_and_carried_tensors(tmp_path):
+    model, optimizer = _trained_optimizer()
+    carried = [[torch.randn(2, 3), torch.arange(4)], None, {"memory": (torch.ones(1), 3)}]
+    state = TrainingState(step=7, epoch=1, batch=3, best_valid_loss=2.5, best_step=6, bad_validations=1)
+    path = save_checkpoint(
+        tmp_path / "checkpoint.safetensors",
+        model=model.state_dict(),
+        optimizer=optimizer.state_dict(),
+        state=state,
+        carried=carried,
+    )
+    assert not list(tmp_path.glob(".*.tmp"))  # the temporary file was renamed
+    loaded = load_checkpoint(path)
+    assert loaded.state == state
+    for name, value in model.state_dict().items():
+        assert torch.equal(loaded.model[name], value)
+    assert torch.equal(loaded.carried[0][0], carried[0][0]) and torch.equal(
+        loaded.carried[0][1], carried[0][1]
+    )
+    assert loaded.carried[1] is None
+    assert torch.equal(loaded.carried[2]["memory"][0], torch.ones(1)) and loaded.carried[2]["memory"][1] == 3
+
+    fresh = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    fresh.load_state_dict(loaded.optimizer)
+    original, restored = optimizer.state_dict(), fresh.state_dict()
+    assert restored["param_groups"] == original["param_groups"]
+    for index, values in original["state"].items():
+        for key, value in values.items():
+            assert torch.equal(restored["state"][index][key], value), (index, key)
+    assert read_training_state(path).step == 7
+
+
+def test_tied_weights_can_be_saved(tmp_path):
+    embedding = torch.nn.Embedding(5, 3)
+    output = torch.nn.Linear(3, 5, bias=False)
+    output.weight = embedding.weight
+    model = torch.nn.ModuleDict({"embedding": embedding, "output": output})
+    path = save_checkpoint(
+        tmp_path / "c.safetensors",
+        model=model.state_dict(),
+        optimizer={"state": {}, "param_groups": []},
+        state=TrainingState(),
+    )
+    assert torch.equal(load_checkpoint(path).model["output.weight"], embedding.weight)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "not a checkpoint"])
+def test_a_damaged_checkpoint_is_a_clear_error_naming_the_file(tmp_path, damage):
+    model, optimizer = _trained_optimizer()
+    path = tmp_path / "checkpoint.safetensors"
+    save_checkpoint(
+        path, model=model.state_dict(), optimizer=optimizer.state_dict(), state=TrainingState(step=3)
+    )
+    data = path.read_bytes()
+    if damage == "truncated":
+        path.write_bytes(data[: len(data) - 40])
+    elif damage == "garbage":
+        path.write_bytes(b"\x00\xff" * 50)
+    elif damage == "empty":
+        path.write_bytes(b"")
+    else:
+        from safetensors.torch import save_file
+
+        save_file({"x": torch.zeros(2)}, str(path))
+    with pytest.raises(CheckpointError) as error:
+        load_checkpoint(path)
+    assert str(path) in str(error.value)
+    assert "Traceback" not in str(error.value)
+
+
+def test_resuming_from_a_damaged_checkpoint_names_it(treebank, tiny, tmp_path):
+    run = tmp_path / "run"
+    train(tiny_config(treebank, max_steps=3), run, progress=False)
+    checkpoint = run / "checkpoint.safetensors"
+    checkpoint.write_bytes(checkpoint.read_bytes()[:100])
+    with pytest.raises(CheckpointError, match=str(checkpoint)):
+        train(tiny_config(treebank, max_steps=6), run, resume=True, progress=False)
+
+
+# --- killed and resumed ------------------------------------------------------------------------------
+
+SLOW_RUN = textwrap.dedent(
+    """
+    import sys, time
+    from syntaxlm.models import MODEL_CLASSES
+    from syntaxlm.train import load_config, train
+    from tests.test_trainer import TINY, TinyLM
+
+    MODEL_CLASSES["tiny"] = TINY
+    loss = TinyLM.loss
+
+    def slow_loss(self, batch, state=None):  # slow enough to be killed between two checkpoints
+        time.sleep(0.03)
+        return loss(self, batch, state)
+
+    TinyLM.loss = slow_loss
+    train(load_config(sys.argv[1]), sys.argv[2], progress=False)
+    """
+)
+
+
+def _log_rows(run: Path) -> list[tuple[str, ...]]:
+    with open(run / "log.csv", newline="") as handle:
+        # every column but the speed, which differs from run to run
+        return [tuple(v for k, v in row.items() if k != "tokens_per_s") for row in csv.DictReader(handle)]
+
+
+@pytest.mark.parametrize(
+    "model, settings",
+    [
+        ({"dropout": 0.3}, {}),
+        ({"dropout": 0.3, "streams": True, "aux_weight": 0.4}, {"grad_accum": 2, "batch_size": 6}),
+    ],
+    ids=["shuffled", "streams"],
+)
+def test_a_run_killed_mid_way_resumes_to_the_same_parameters(treebank, tiny, tmp_path, model, settings):
+    settings = {"max_steps": 30, "checkpoint_every": 5, "eval_every": 4, "log_every": 2, **settings}
+    config = tiny_config(treebank, model, **settings)
+    reference = train(config, tmp_path / "reference", progress=False)
+
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(yaml.safe_dump(config.to_dict()))
+    assert load_config(recipe) == config
+    run = tmp_path / "run"
+    script = tmp_path / "slow_run.py"
+    script.write_text(SLOW_RUN)
+    environment = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(recipe), str(run)],
+        cwd=PROJECT_ROOT,
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (run / "checkpoint.safetensors").is_file():
+            assert process.poll() is None, process.stderr.read().decode()
+            assert time.monotonic() < deadline, "no checkpoint within 60 s"
+            time.sleep(0.01)
+        time.sleep(0.1)  # let it run on past the checkpoint
+        process.send_signal(signal.SIGKILL)
+        assert process.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.stderr.close()
+    stopped_at = read_training_state(run / "checkpoint.safetensors").step
+    assert 5 <= stopped_at < 30 and not (run / "last").exists()
+
+    resumed = train(config, run, resume=True, progress=False)
+    assert resumed.steps == reference.steps == 30
+    final, expected = resumed.model.state_dict(), reference.model.state_dict()
+    for name, value in expected.items():
+        assert torch.equal(final[name], value), name
+    assert resumed.best_valid_loss == reference.best_valid_loss
+    assert resumed.best_step == reference.best_step
+    assert _log_rows(run) == _log_rows(tmp_path / "reference")  # each step logged once, same numbers
+    from syntaxlm.models import load_model
+
+    best = load_model(run / "best").state_dict()
+    for name, value in load_model(tmp_path / "reference" / "best").state_dict().items():
+        assert torch.equal(best[name], value), name
+
+
+def test_resume_of_a_folder_without_checkpoint_starts_the_run(treebank, tiny, tmp_path):
+    result = train(tiny_config(treebank, max_steps=2), tmp_path / "run", resume=True, progress=False)
+    assert result.steps == 2
+
+
+def test_transformer_grammar_memory_is_checkpointed_and_resumed_exactly(tmp_path):
+    """A real streams model (TG with segments of 24 tokens and memory) stopped at step 4 of 8."""
+    settings = [
+        "data.synthetic.sentences=120",
+        "model.segment_length=24",
+        "model.memory_length=24",
+        "train.schedule=constant",  # max_steps may change on resume without changing a step
+        "train.warmup_steps=2",
+        "train.batch_size=6",
+        "train.eval_every=3",
+        "train.checkpoint_every=4",
+        "train.device=cpu",
+    ]
+    recipe = Path(__file__).resolve().parents[1] / "configs" / "tg-tiny.yaml"
+    whole = train(load_config(recipe, [*settings, "train.max_steps=8"]), tmp_path / "whole", progress=False)
+    train(load_config(recipe, [*settings, "train.max_steps=4"]), tmp_path / "run", progress=False)
+    checkpoint = load_checkpoint(tmp_path / "run" / "checkpoint.safetensors")
+    assert checkpoint.carried[0] is not None  # the memory of every layer
+    assert all(isinstance(layer, torch.Tensor) for layer in checkpoint.carried[0])
+    resumed = train(
+        load_config(recipe, [*settings, "train.max_steps=8"]), tmp_path / "run", resume=True, progress=False
+    )
+    for name, value in whole.model.state_dict().items():
+        assert torch.equal(resumed.model.state_dict()[name], value), name
+    assert resumed.last_valid_loss == whole.last_valid_loss

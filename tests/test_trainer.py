@@ -1,0 +1,475 @@
+"""The training loop on tiny test-only models: schedules, loss normalisation, accumulation, NaN stop,
+validation and early stopping, the run folder, the unigram baseline and the ``train`` command.
+
+``TinyLM`` (here, so that subprocess tests can import it as ``tests.test_trainer:TinyLM``) is an
+embedding + linear next-word model; ``streams: true`` makes it read segments in stream order and
+carry a state from one batch to the next, like Transformer-XL memory.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import math
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from typer.testing import CliRunner
+
+from syntaxlm.data.batching import Batch, RowCorpus, pad_rows
+from syntaxlm.models import MODEL_CLASSES
+from syntaxlm.models.base import LossOutput, ModelConfig, SyntacticLM
+from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID
+from syntaxlm.train import (
+    RunConfig,
+    TrainConfig,
+    TrainingError,
+    accumulate_gradients,
+    evaluate,
+    lr_factor,
+    run_config,
+    train,
+    unigram_loss,
+)
+from syntaxlm.train.trainer import read_treebank, step_objective
+
+TINY = "tests.test_trainer:TinyLM"
+
+
+# --- a tiny model -------------------------------------------------------------------------------------
+
+
+@dataclass
+class TinyConfig(ModelConfig):
+    model: str = "tiny"
+    d_model: int = 16
+    n_layers: int = 1
+    n_heads: int = 1
+    d_ff: int = 16
+    dropout: float = 0.0
+    streams: bool = False
+    segment: int = 5
+    aux_weight: float = 0.0
+    nan_after: int = 0  # > 0: the training loss becomes NaN after this many batches (tests the NaN stop)
+
+
+class TinyLM(SyntacticLM):
+    """Embedding → dropout → tanh(linear) (+ the carried state) → softmax; an optional 2nd part."""
+
+    config_class = TinyConfig
+
+    def __init__(self, config: TinyConfig, vocabularies: dict[str, Any]):
+        super().__init__(config, vocabularies)
+        size, d = len(self.vocab), config.d_model
+        self.embedding = nn.Embedding(size, d)
+        self.dropout = nn.Dropout(config.dropout)
+        self.mix = nn.Linear(d, d)
+        self.output = nn.Linear(d, size)
+        self.aux = nn.Linear(d, size) if config.aux_weight else None
+        self.calls = 0
+
+    @property
+    def loss_weights(self) -> dict[str, float]:
+        if self.config.aux_weight:
+            return {"lm": 1 - self.config.aux_weight, "aux": self.config.aux_weight}
+        return {"lm": 1.0}
+
+    def prepare(self, trees) -> RowCorpus:
+        sequences = [[BOS_ID, *self.vocab.encode(tree.leaves()), EOS_ID] for tree in trees]
+        targets = {"lm": "labels", "aux": "inputs"} if self.config.aux_weight else {"lm": "labels"}
+        if not self.config.streams:
+            inputs = [np.array(s[:-1]) for s in sequences]
+            labels = [np.array(s[1:]) for s in sequences]
+            fields = {"inputs": pad_rows(inputs), "labels": pad_rows(labels)}
+            return RowCorpus(fields, [len(row) for row in inputs], target_fields=targets)
+        inputs, labels, owner = [], [], []
+        for index, s in enumerate(sequences):
+            for start in range(0, len(s) - 1, self.config.segment):
+                inputs.append(np.array(s[start : start + self.config.segment]))
+                labels.append(np.array(s[start + 1 : start + 1 + self.config.segment]))
+                owner.append(index)
+        width = self.config.segment
+        fields = {"inputs": pad_rows(inputs, width=width), "labels": pad_rows(labels, width=width)}
+        return RowCorpus(
+            fields,
+            [len(row) for row in inputs],
+            target_fields=targets,
+            order="streams",
+            sequence=np.array(owner),
+        )
+
+    def loss(self, batch: Batch, state: Any = None) -> LossOutput:
+        self.calls += self.training
+        inputs, labels = batch["inputs"].long(), batch["labels"].long()
+        if not len(inputs):  # as the real models: a batch has rows
+            raise ValueError("an empty batch")
+        hidden = torch.tanh(self.mix(self.dropout(self.embedding(inputs))))
+        if state is not None:
+            hidden = hidden + 0.5 * state[:, None, :]
+        sums = {
+            "lm": F.cross_entropy(
+                self.output(hidden).flatten(0, 1), labels.flatten(), reduction="sum", ignore_index=PAD_ID
+            )
+        }
+        if self.aux is not None:
+            sums["aux"] = F.cross_entropy(
+                self.aux(hidden).flatten(0, 1), inputs.flatten(), reduction="sum", ignore_index=PAD_ID
+            )
+        if self.config.nan_after and self.calls > self.config.nan_after:
+            sums["lm"] = sums["lm"] * float("nan")
+        new_state = hidden[:, -1, :] if self.config.streams else None
+        return LossOutput(sums, dict(batch.counts), new_state)
+
+    def word_logprobs(self, sentences, **options):
+        raise NotImplementedError
+
+
+# --- fixtures -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    """Register the tiny model under the name ``tiny``."""
+    monkeypatch.setitem(MODEL_CLASSES, "tiny", TINY)
+
+
+@pytest.fixture(scope="session")
+def treebank(tmp_path_factory) -> dict[str, Path]:
+    """A small synthetic treebank and its word vocabulary, made once for every test."""
+    from syntaxlm.data.synthetic import write_synthetic_treebank
+    from syntaxlm.text.build import build_vocabulary
+
+    folder = tmp_path_factory.mktemp("treebank")
+    write_synthetic_treebank(folder, sentences=300, seed=0)
+    build_vocabulary(folder / "train.trees", folder / "vocab", kind="word", min_freq=2)
+    return {"train": folder / "train.trees", "valid": folder / "dev.trees", "vocab": folder / "vocab"}
+
+
+def tiny_config(treebank: dict[str, Path], model: dict | None = None, **train: Any) -> RunConfig:
+    """A run config of the tiny model on ``treebank``; ``train`` entries override the defaults here."""
+    settings = {
+        "seed": 0,
+        "batch_size": 8,
+        "lr": 1e-2,
+        "warmup_steps": 2,
+        "max_steps": 12,
+        "eval_every": 6,
+        "log_every": 3,
+        "checkpoint_every": 6,
+        "device": "cpu",
+    }
+    settings.update(train)
+    values = {
+        "model": {"model": "tiny", **(model or {})},
+        "data": {
+            "train": str(treebank["train"]),
+            "valid": str(treebank["valid"]),
+            "vocab_path": str(treebank["vocab"]),
+        },
+        "train": settings,
+    }
+    return run_config(values, where="test")
+
+
+def parameters(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: value.detach().clone() for name, value in model.state_dict().items()}
+
+
+def read_log(run: Path) -> list[dict[str, str]]:
+    with open(run / "log.csv", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+# --- schedules ----------------------------------------------------------------------------------------
+
+
+def test_cosine_schedule_warms_up_linearly_then_decays_to_the_floor():
+    config = TrainConfig(warmup_steps=10, max_steps=110, schedule="cosine", min_lr_ratio=0.1)
+    factors = [lr_factor(step, config) for step in range(120)]
+    assert factors[0] == pytest.approx(0.1) and factors[4] == pytest.approx(0.5)
+    assert factors[9] == pytest.approx(1.0) and factors[10] == pytest.approx(1.0)
+    assert all(a <= b for a, b in itertools.pairwise(factors[:10]))  # rising
+    assert all(a >= b for a, b in itertools.pairwise(factors[10:111]))  # falling
+    assert factors[60] == pytest.approx(0.1 + 0.9 * 0.5)  # half way: the mean of peak and floor
+    assert factors[110] == pytest.approx(0.1) and factors[119] == pytest.approx(0.1)
+
+
+def test_inverse_sqrt_and_constant_schedules():
+    config = TrainConfig(warmup_steps=4, max_steps=100, schedule="inverse-sqrt")
+    assert lr_factor(3, config) == pytest.approx(1.0)
+    assert lr_factor(15, config) == pytest.approx(math.sqrt(4 / 16))
+    assert lr_factor(99, config) == pytest.approx(math.sqrt(4 / 100))
+    floored = TrainConfig(warmup_steps=4, schedule="inverse-sqrt", min_lr_ratio=0.3)
+    assert lr_factor(99, floored) == pytest.approx(0.3)
+    constant = TrainConfig(warmup_steps=0, schedule="constant")
+    assert [lr_factor(step, constant) for step in (0, 5, 10**6)] == [1.0, 1.0, 1.0]
+    no_warmup = TrainConfig(warmup_steps=0, max_steps=10, schedule="cosine")
+    assert lr_factor(0, no_warmup) == pytest.approx(1.0) and lr_factor(10, no_warmup) == pytest.approx(0.0)
+
+
+# --- the loss of a step -------------------------------------------------------------------------------
+
+
+def _model_and_corpus(treebank, tiny_settings=None):
+    from syntaxlm.text.base import load_vocabulary
+
+    torch.manual_seed(0)
+    model = TinyLM(TinyConfig(**(tiny_settings or {})), {"vocab": load_vocabulary(treebank["vocab"])})
+    return model, model.prepare(read_treebank(treebank["train"]))
+
+
+def _grads(model):
+    return {name: p.grad.clone() for name, p in model.named_parameters()}
+
+
+@pytest.mark.parametrize("settings", [{}, {"aux_weight": 0.3}])
+def test_accumulated_micro_batches_give_the_gradient_of_one_big_batch(treebank, settings):
+    model, corpus = _model_and_corpus(treebank, settings)
+    big = next(corpus.batches(8, shuffle=False))
+    small = list(corpus.batches(2, shuffle=False))[:4]  # the same 8 rows in 4 micro-batches
+    assert np.array_equal(np.concatenate([b.rows for b in small]), big.rows)
+
+    one = accumulate_gradients(model, [big], weights=model.loss_weights)
+    big_grads = _grads(model)
+    model.zero_grad()
+    four = accumulate_gradients(model, small, weights=model.loss_weights)
+    for name, grad in _grads(model).items():
+        torch.testing.assert_close(grad, big_grads[name], rtol=1e-5, atol=1e-6, msg=name)
+    assert four.counts == one.counts == big.counts
+    for part in one.sums:
+        assert four.sums[part] == pytest.approx(one.sums[part], rel=1e-5)
+
+    # the gradient is that of Σ_p w_p · mean NLL of part p over the big batch
+    model.zero_grad()
+    output = model.loss(big)
+    expected = sum(w * output.sums[p] / big.counts[p] for p, w in model.loss_weights.items())
+    expected.backward()
+    for name, grad in _grads(model).items():
+        torch.testing.assert_close(grad, big_grads[name], rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_parts_without_targets_are_left_out_of_the_objective():
+    output = LossOutput({"lm": torch.tensor(6.0, requires_grad=True), "aux": torch.tensor(3.0)}, {})
+    value = step_objective(output, {"lm": 0.5, "aux": 0.5}, {"lm": 3, "aux": 0})
+    assert value.item() == pytest.approx(1.0)
+    empty = step_objective(output, {"lm": 1.0}, {"lm": 0})
+    assert empty.item() == 0.0 and empty.requires_grad
+
+
+def test_evaluate_is_the_token_mean_of_the_lm_part_and_leaves_train_mode(treebank):
+    model, corpus = _model_and_corpus(treebank, {"dropout": 0.5})
+    model.train()
+    result = evaluate(model, corpus, batch_size=16)
+    assert model.training
+    model.eval()
+    with torch.no_grad():
+        total = sum(float(model.loss(b).sums["lm"]) for b in corpus.batches(7, shuffle=False))
+    assert result["tokens"] == corpus.n_targets["lm"]
+    assert result["loss"] == pytest.approx(total / corpus.n_targets["lm"], rel=1e-6)
+    assert result["perplexity"] == pytest.approx(math.exp(result["loss"]))
+
+
+def test_unigram_baseline_is_add_one_smoothed_train_frequencies():
+    train = RowCorpus({"y": np.array([[5, 5, 6, 0]])}, [4], target_fields={"lm": "y"})
+    valid = RowCorpus({"y": np.array([[5, 7, 0, 0]])}, [2], target_fields={"lm": "y"})
+    # 3 train targets, vocabulary 10: p(5) = 3/13, p(7) = 1/13
+    expected = -(math.log(3 / 13) + math.log(1 / 13)) / 2
+    assert unigram_loss(train, valid, vocab_size=10) == pytest.approx(expected)
+    assert unigram_loss(train, valid) == pytest.approx(-(math.log(3 / 11) + math.log(1 / 11)) / 2)
+
+
+# --- whole runs ---------------------------------------------------------------------------------------
+
+
+def test_a_run_trains_below_the_unigram_baseline_and_fills_its_folder(treebank, tiny, tmp_path):
+    run = tmp_path / "run"
+    config = tiny_config(treebank, max_steps=60, eval_every=20, lr=3e-2)
+    result = train(config, run, progress=False)
+    assert result.steps == 60 and result.stopped == "max_steps"
+    assert result.best_valid_loss < result.unigram_valid_loss - 0.3
+    assert result.best_valid_perplexity == pytest.approx(math.exp(result.best_valid_loss))
+    for name in ("config.json", "log.csv", "training.json", "checkpoint.safetensors"):
+        assert (run / name).is_file(), name
+    for folder in ("best", "last"):
+        assert (run / folder / "model.safetensors").is_file() and (run / folder / "vocab").is_dir()
+    saved = json.loads((run / "config.json").read_text())
+    assert saved["model"] == "tiny" and saved["seed"] == 0
+    assert saved["train_config"]["train"]["max_steps"] == 60
+
+    rows = read_log(run)
+    assert [int(r["step"]) for r in rows if r["train_loss"]] == list(range(3, 61, 3))
+    assert [int(r["step"]) for r in rows if r["valid_loss"]] == [20, 40, 60]
+    assert all(float(r["tokens_per_s"]) > 0 for r in rows if r["train_loss"])
+    assert float(rows[-1]["lr"]) == pytest.approx(3e-2 * lr_factor(59, config.train), rel=1e-4)
+    assert float(rows[0]["train_loss"]) > float(rows[-1]["train_loss"])
+
+    record = json.loads((run / "training.json").read_text())
+    assert record["kind"] == "training"
+    assert record["result"]["best_valid_loss"] == pytest.approx(result.best_valid_loss)
+    assert record["inputs"]["train"]["sha256"]
+
+    from syntaxlm.models import load_model
+    from syntaxlm.report.report import read_run
+
+    best = load_model(run / "best")
+    assert evaluate(best, best.prepare(read_treebank(treebank["valid"])), batch_size=8)[
+        "loss"
+    ] == pytest.approx(result.best_valid_loss, rel=1e-5)
+    assert read_run(run).model == "tiny"  # the report reads the run folder
+
+
+def test_synthetic_data_and_vocabulary_are_made_in_the_run_folder(tiny, tmp_path):
+    values = {
+        "model": {"model": "tiny"},
+        "data": {"synthetic": {"sentences": 120, "seed": 3}, "vocab": {"kind": "word", "min_freq": 1}},
+        "train": {"max_steps": 3, "batch_size": 4, "eval_every": 3, "device": "cpu"},
+    }
+    result = train(run_config(values), tmp_path / "run", progress=False)
+    assert result.steps == 3
+    for name in ("data/train.trees", "data/dev.trees", "data/test.trees", "vocab/vocab.json"):
+        assert (tmp_path / "run" / name).is_file(), name
+
+
+def test_early_stopping_after_patience_non_improving_validations(treebank, tiny, tmp_path):
+    # lr so high that validation gets worse after the first evaluation
+    config = tiny_config(
+        treebank,
+        max_steps=200,
+        eval_every=2,
+        patience=2,
+        lr=5.0,
+        schedule="constant",
+        warmup_steps=0,
+        clip_norm=None,
+    )
+    result = train(config, tmp_path / "run", progress=False)
+    assert result.stopped == "early_stopping" and result.steps < 200
+    rows = [r for r in read_log(tmp_path / "run") if r["valid_loss"]]
+    losses = [float(r["valid_loss"]) for r in rows]
+    assert len(losses) >= 3
+    assert min(losses[:-2]) <= min(losses[-2:])  # the last two did not improve on the best
+    assert result.best_valid_loss == pytest.approx(min(losses), rel=1e-5)
+    assert result.best_step == int(rows[losses.index(min(losses))]["step"])
+
+
+def test_nan_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(treebank, tiny, tmp_path):
+    from syntaxlm.train.checkpoint import read_training_state
+
+    run = tmp_path / "run"
+    config = tiny_config(treebank, {"nan_after": 8}, max_steps=20, checkpoint_every=3, grad_accum=1)
+    with pytest.raises(TrainingError, match=r"loss nan at step 9 is not finite.*step 6\)"):
+        train(config, run, progress=False)
+    assert read_training_state(run / "checkpoint.safetensors").step == 6
+    assert not (run / "last").exists()
+
+
+def test_epochs_limit_ends_the_run(treebank, tiny, tmp_path):
+    config = tiny_config(treebank, max_steps=10_000, epochs=2, batch_size=64, eval_every=1000)
+    result = train(config, tmp_path / "run", progress=False)
+    _, corpus = _model_and_corpus(treebank)
+    assert result.stopped == "epochs" and result.steps == 2 * corpus.n_batches(64)
+    assert result.last_valid_loss is not None  # validated at the end
+
+
+def test_stream_state_reaches_the_next_batch_and_bf16_runs(treebank, tiny, tmp_path):
+    config = tiny_config(treebank, {"streams": True}, max_steps=6, precision="bf16", grad_accum=2)
+    result = train(config, tmp_path / "run", progress=False)
+    assert result.steps == 6 and math.isfinite(result.last_valid_loss)
+
+
+def test_a_finished_run_is_not_overwritten_without_resume(treebank, tiny, tmp_path):
+    train(tiny_config(treebank, max_steps=2), tmp_path / "run", progress=False)
+    with pytest.raises(TrainingError, match="already holds a run"):
+        train(tiny_config(treebank, max_steps=2), tmp_path / "run", progress=False)
+    with pytest.raises(Exception, match=r"train.lr: 0.01 in the run, 0.5 now"):
+        train(tiny_config(treebank, max_steps=4, lr=0.5), tmp_path / "run", resume=True, progress=False)
+    longer = train(tiny_config(treebank, max_steps=4), tmp_path / "run", resume=True, progress=False)
+    assert longer.steps == 4
+
+
+# --- the command line ---------------------------------------------------------------------------------
+
+
+def test_train_command(treebank, tiny, tmp_path):
+    from syntaxlm.cli import app
+
+    recipe = tmp_path / "tiny.yaml"
+    recipe.write_text(
+        "model:\n  model: tiny\n  d_model: 8\n"
+        f"data:\n  train: {treebank['train']}\n  valid: {treebank['valid']}\n  vocab_path: {treebank['vocab']}\n"
+        "train:\n  batch_size: 8\n  max_steps: 100\n  device: cpu\n"
+    )
+    runner = CliRunner()
+    out = tmp_path / "run"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        done = runner.invoke(
+            app, ["train", str(recipe), "--out", str(out), "--set", "train.max_steps=4", "--no-progress"]
+        )
+    assert done.exit_code == 0, done.output
+    assert str(out) in done.output and "best validation loss" in done.output
+    assert json.loads((out / "config.json").read_text())["train_config"]["train"]["max_steps"] == 4
+
+    bad = runner.invoke(app, ["train", str(recipe), "--set", "train.lr=fast"])
+    assert bad.exit_code != 0
+    assert isinstance(bad.exception, Exception) and "train.lr must be a number, got 'fast'" in str(
+        bad.exception
+    )
+
+
+def test_rows_reach_tensorboard_when_it_is_installed(treebank, tiny, tmp_path, monkeypatch):
+    from syntaxlm.train import logs
+
+    scalars = []
+
+    class Writer:
+        def add_scalar(self, tag, value, step):
+            scalars.append((tag, step))
+
+        def flush(self):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(logs, "_tensorboard_writer", lambda folder, purge_step: Writer())
+    train(tiny_config(treebank, max_steps=4, log_every=2, eval_every=4), tmp_path / "run", progress=False)
+    assert ("loss/train", 2) in scalars and ("loss/valid", 4) in scalars and ("lr", 4) in scalars
+
+
+# --- the real models ----------------------------------------------------------------------------------
+
+RECIPES = Path(__file__).resolve().parents[1] / "configs"
+SMALL = [
+    "data.synthetic.sentences=200",
+    "train.max_steps=10",
+    "train.warmup_steps=0",
+    "train.eval_every=5",
+    "train.device=cpu",
+]
+
+
+@pytest.mark.parametrize(
+    "name", ["tg", "txl-trees", "txl-terminals", "lm", "plm", "plm-mask", "sclm-past", "sclm-next"]
+)
+def test_the_tiny_recipe_of_every_model_trains(name, tmp_path):
+    from syntaxlm.models import load_model
+    from syntaxlm.train import load_config
+
+    extra = ["model.segment_length=32", "model.memory_length=32"] if name in ("tg", "txl-trees") else []
+    config = load_config(RECIPES / f"{name}-tiny.yaml", SMALL + extra)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = train(config, tmp_path / "run", progress=False)
+    losses = [float(r["valid_loss"]) for r in read_log(tmp_path / "run") if r["valid_loss"]]
+    assert len(losses) == 2 and losses[1] < losses[0], losses
+    assert result.best_valid_loss == pytest.approx(losses[1], rel=1e-5)
+    assert load_model(tmp_path / "run" / "best").config == config.model

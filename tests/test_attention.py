@@ -122,3 +122,31 @@ def test_next_memory_gathers_from_memory_then_segment():
     assert torch.equal(new[0, 0], torch.zeros(8))
     assert torch.equal(new[0, 1], old[0][0, 1])
     assert torch.equal(new[0, 2], inputs[0][0, 1])
+
+
+@pytest.mark.parametrize("pre_ln", [False, True])
+@pytest.mark.parametrize("separate_compose", [False, True])
+def test_stepping_with_cached_keys_equals_the_whole_forward(pre_ln, separate_compose):
+    torch.manual_seed(0)
+    stack = TransformerStack(2, 16, 4, 32, 0.0, pre_ln=pre_ln, separate_compose=separate_compose).eval()
+    positions = RelativePositions(16, -1, 20)
+    batch, length = 3, 7
+    x = torch.randn(batch, length, 16)
+    mask = torch.rand(batch, 1, length, length) > 0.3
+    mask = (mask & torch.ones(length, length, dtype=torch.bool).tril()) | torch.eye(length, dtype=torch.bool)
+    relative = positions.buckets(torch.randint(-2, 25, (batch, length, length)))
+    compose = torch.rand(batch, length) > 0.5
+    arguments = {"position_table": positions.table()}
+    whole, _ = stack(x, mask, relative=relative, compose=compose, **arguments)
+    caches, steps = None, []
+    for t in range(length):
+        out, caches = stack.step(
+            x[:, t : t + 1],
+            mask[:, :, t : t + 1, : t + 1],
+            caches,
+            relative=relative[:, t : t + 1, : t + 1],
+            compose=compose[:, t : t + 1],
+            **arguments,
+        )
+        steps.append(out)
+    torch.testing.assert_close(torch.cat(steps, dim=1), whole, atol=1e-5, rtol=1e-5)

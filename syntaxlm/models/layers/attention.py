@@ -99,16 +99,23 @@ class Attention(nn.Module):
         mask: Tensor,
         *,
         memory: Tensor | None = None,
+        keys: tuple[Tensor, Tensor] | None = None,
         relative: Tensor | None = None,
         position_table: Tensor | None = None,
         kernel: Kernel = "auto",
     ) -> Tensor:
         """``x`` ``[B, Q, d]``, ``memory`` ``[B, M, d]``, ``mask`` ``[B, 1|H, Q, M+Q]``,
-        ``relative`` ``[B, Q, M+Q]`` bucket indices into ``position_table`` ``[n_buckets, d]``."""
+        ``relative`` ``[B, Q, M+Q]`` bucket indices into ``position_table`` ``[n_buckets, d]``.
+
+        ``keys``: the keys and values ``[B, H, K, d_head]`` of every attended position, already
+        projected (``keys_values``) — incremental decoding keeps them instead of recomputing them;
+        then ``memory`` is not used and ``K`` replaces ``M + Q`` above."""
         batch, length, _ = x.shape
-        keys_in = x if memory is None else torch.cat([memory, x], dim=1)
         q = self._heads(self.query(x))
-        k, v = (self._heads(t) for t in self.key_value(keys_in).chunk(2, dim=-1))
+        if keys is None:
+            k, v = self.keys_values(x if memory is None else torch.cat([memory, x], dim=1))
+        else:
+            k, v = keys
         scale = 1.0 / math.sqrt(self.d_head)
         bias = None
         if self.position is not None:
@@ -133,6 +140,11 @@ class Attention(nn.Module):
             additive = additive.masked_fill(~mask, float("-inf"))
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=additive, dropout_p=dropout, scale=scale)
         return self.out(out.transpose(1, 2).reshape(batch, length, -1))
+
+    def keys_values(self, keys_in: Tensor) -> tuple[Tensor, Tensor]:
+        """Keys and values ``[B, H, K, d_head]`` of the inputs ``[B, K, d]`` at the attended positions."""
+        k, v = self.key_value(keys_in).chunk(2, dim=-1)
+        return self._heads(k), self._heads(v)
 
     def _heads(self, t: Tensor) -> Tensor:
         return t.view(t.shape[0], t.shape[1], self.n_heads, self.d_head).transpose(1, 2)

@@ -19,6 +19,10 @@ from torch import Tensor, nn
 
 from syntaxlm.models.layers.attention import Attention, Kernel
 
+KeyCache = list[tuple[Tensor, Tensor]]
+"""Per attention module of a block (the main one, then the COMPOSE one if any): keys and values
+``[B, H, K, d_head]`` of the positions decoded so far."""
+
 
 class Block(nn.Module):
     def __init__(
@@ -55,12 +59,35 @@ class Block(nn.Module):
         x = self.attention_norm(x + self.dropout(self._attend(x, mask, compose, memory, attention)))
         return self.ff_norm(x + self.dropout(self.ff(x)))
 
-    def _attend(self, x, mask, compose, memory, attention) -> Tensor:
-        out = self.attention(x, mask, memory=memory, **attention)
+    def _attend(self, x, mask, compose, memory, attention, cache=None) -> Tensor:
+        keys = None if cache is None else cache[0]
+        out = self.attention(x, mask, memory=memory, keys=keys, **attention)
         if self.compose_attention is None or compose is None:
             return out
-        composed = self.compose_attention(x, mask, memory=memory, **attention)
+        keys = None if cache is None else cache[1]
+        composed = self.compose_attention(x, mask, memory=memory, keys=keys, **attention)
         return torch.where(compose[..., None], composed, out)
+
+    def step(
+        self, x: Tensor, mask: Tensor, cache: KeyCache | None, *, compose: Tensor | None = None, **attention
+    ) -> tuple[Tensor, KeyCache]:
+        """The block on new positions ``x`` ``[B, Q, d]`` whose keys are the cached ones followed by
+        their own; returns the output and the cache grown by ``Q`` positions. ``mask`` is
+        ``[B, 1|H, Q, K + Q]`` over cached then new positions."""
+        h = self.attention_norm(x) if self.pre_ln else x
+        modules = [self.attention] + ([self.compose_attention] if self.compose_attention is not None else [])
+        grown = []
+        for i, module in enumerate(modules):
+            k, v = module.keys_values(h)
+            if cache is not None:
+                k, v = torch.cat([cache[i][0], k], dim=2), torch.cat([cache[i][1], v], dim=2)
+            grown.append((k, v))
+        attended = self._attend(h, mask, compose, None, attention, cache=grown)
+        if self.pre_ln:
+            x = x + self.dropout(attended)
+            return x + self.dropout(self.ff(self.ff_norm(x))), grown
+        x = self.attention_norm(x + self.dropout(attended))
+        return self.ff_norm(x + self.dropout(self.ff(x))), grown
 
 
 class TransformerStack(nn.Module):
@@ -119,6 +146,35 @@ class TransformerStack(nn.Module):
                 kernel=kernel,
             )
         return self.final_norm(x), layer_inputs
+
+    def step(
+        self,
+        x: Tensor,
+        mask: Tensor,
+        caches: list[KeyCache] | None,
+        *,
+        relative: Tensor | None = None,
+        position_table: Tensor | None = None,
+        compose: Tensor | None = None,
+        kernel: Kernel = "auto",
+    ) -> tuple[Tensor, list[KeyCache]]:
+        """Incremental decoding: new positions ``x`` ``[B, Q, d]`` after the cached ones (one
+        ``KeyCache`` per layer, ``None`` at the start); ``mask`` and ``relative`` are
+        ``[B, ., Q, K + Q]`` over cached then new positions. Equals ``forward`` on the whole sequence
+        at the new positions; select rows of every cached tensor to reorder or copy hypotheses."""
+        grown = []
+        for i, block in enumerate(self.blocks):
+            x, cache = block.step(
+                x,
+                mask,
+                None if caches is None else caches[i],
+                compose=compose,
+                relative=relative,
+                position_table=position_table,
+                kernel=kernel,
+            )
+            grown.append(cache)
+        return self.final_norm(x), grown
 
 
 def next_memory(memories: list[Tensor] | None, layer_inputs: list[Tensor], source: Tensor) -> list[Tensor]:

@@ -1,0 +1,83 @@
+"""What a model offers to search and sampling: its action grammar and an incremental decoder.
+
+Beam search, marginalisation, parsing and sampling (``syntaxlm.inference``) drive every model
+through two objects, never through its class:
+
+- ``ActionGrammar``: which vocabulary ids open a constituent (and its label), close one (TG's
+  typed closers ``X)``, or RNNG's one ``REDUCE``), and which are words or word pieces. The search
+  keeps the stack of open labels itself and masks what the grammar forbids (a closer with nothing
+  open or of the wrong label, an empty constituent, a word outside the root, ...). Words-only
+  models have no opening or closing ids.
+- ``Decoder``: ``n`` hypotheses (prefixes) held by the model, with whatever it caches (keys and
+  values per layer; TG's stack of positions). ``start(n)`` makes ``n`` empty prefixes (``<s>``
+  only); ``logprobs()`` gives ``log p(next token | prefix)`` for each, ``[n, V]`` natural logs
+  normalised over the whole vocabulary (the search renormalises over valid actions);
+  ``advance(parents, tokens)`` replaces the hypotheses by new ones, hypothesis ``i`` being
+  ``prefix[parents[i]] + tokens[i]`` (so one call both reorders/duplicates beams and extends
+  them). A TG closer is one token here: the decoder runs its COMPOSE and STACK copies inside.
+
+A decoder's results must equal the model's full forward pass on the same sequences
+(``token_logprobs``), which is how decoders are tested.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+from torch import Tensor
+
+from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
+
+@dataclass(frozen=True)
+class ActionGrammar:
+    """The tree-building actions of a model's vocabulary (see the module docstring).
+
+    ``open_label[id]``/``close_label[id]``: label of an opening/closing id; a closing id whose
+    label is ``None`` closes whatever is open (RNNG ``REDUCE``). ``style`` is ``"choe-charniak"``
+    (TG, TXL (trees)), ``"rnng"`` (PLM, PLM-mask) or ``"words"`` (words-only models).
+    ``ends_with_eos``: the sequence ends with a predicted ``</s>`` (words-only models); otherwise
+    it ends when the root constituent closes.
+    """
+
+    vocab_size: int
+    open_label: dict[int, str]
+    close_label: dict[int, str | None]
+    style: str
+    ends_with_eos: bool
+
+    @property
+    def word_mask(self) -> np.ndarray:
+        """``[V]`` booleans: ids that are words or word pieces (not actions or special tokens)."""
+        mask = np.ones(self.vocab_size, dtype=bool)
+        mask[[PAD_ID, BOS_ID, EOS_ID]] = False
+        mask[list(self.open_label)] = False
+        mask[list(self.close_label)] = False
+        return mask
+
+    @property
+    def unk_id(self) -> int:
+        return UNK_ID
+
+
+class Decoder(ABC):
+    """Incremental next-token log-probabilities for a batch of prefixes (module docstring)."""
+
+    @abstractmethod
+    def start(self, n: int) -> None:
+        """Hold ``n`` prefixes that are ``<s>`` alone."""
+
+    @abstractmethod
+    def logprobs(self) -> Tensor:
+        """``[n, V]`` natural-log probabilities of the next token after each prefix."""
+
+    @abstractmethod
+    def advance(self, parents: Tensor, tokens: Tensor) -> None:
+        """New prefixes: ``prefix[parents[i]] + tokens[i]`` (1-d long tensors of one length)."""
+
+    @property
+    @abstractmethod
+    def size(self) -> int:
+        """How many prefixes are held."""

@@ -275,3 +275,15 @@ def test_wsj_sample_vocabulary(shared_data, tmp_path):
     assert unknown and sum(t != UNK for t in unknown) > 0.9 * len(unknown)  # mostly a specific class
     vocab.save(tmp_path)
     assert WordVocab.load(tmp_path) == vocab
+
+
+def test_labels_of_other_treebanks_join_the_symbols_but_not_their_words(tmp_path):
+    from syntaxlm.text.build import build_vocabulary
+
+    (tmp_path / "train.trees").write_text("(S (NP (DT the) (NN cat)) (VP (VBD sat)))\n")
+    (tmp_path / "dev.trees").write_text("(S (WHADJP (WRB how) (JJ odd)) (VP (VBD sat)))\n")
+    vocab = build_vocabulary(
+        tmp_path / "train.trees", tmp_path / "vocab", min_freq=1, label_sources=[tmp_path / "dev.trees"]
+    )
+    assert {"(WHADJP", "WHADJP)", "NT(WHADJP)"} <= set(vocab.symbols)
+    assert "odd" not in vocab and "cat" in vocab

@@ -3,6 +3,7 @@ nonterminal symbols of its trees (``syntaxlm vocab build``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Literal
@@ -46,9 +47,16 @@ def build_vocabulary(
     model_type: Literal["unigram", "bpe"] = "unigram",
     skip_bad: bool = False,
     pos_tags: bool = True,
+    label_sources: Sequence[str | Path] = (),
 ) -> WordVocab | SubwordVocab:
-    """Build a word or subword vocabulary from a corpus and save it in ``out``."""
+    """Build a word or subword vocabulary from a corpus and save it in ``out``.
+
+    ``label_sources`` (e.g. the validation and test treebanks) add their nonterminal labels to the
+    atomic symbols, so that a label seen only there can still be spelled; their words are not used.
+    """
     sentences, labels = corpus_sentences(source, skip_bad=skip_bad, pos_tags=pos_tags)
+    for extra in label_sources:
+        labels |= corpus_sentences(extra, skip_bad=skip_bad, pos_tags=pos_tags)[1]
     atomic = nonterminal_symbols(labels, symbols)
     if kind == "word":
         vocab: WordVocab | SubwordVocab = WordVocab.build(sentences, min_freq=min_freq, symbols=atomic)

@@ -396,6 +396,8 @@ def _prepare_files(config: RunConfig, out: Path, processes: Processes, *, fresh:
                 min_freq=data.vocab.min_freq,
                 vocab_size=data.vocab.vocab_size,
                 pos_tags=data.pos_tags,
+                # Nonterminal labels only in the validation/test trees must be spellable too.
+                label_sources=[paths[split] for split in ("valid", "test") if paths.get(split)],
             )
     processes.barrier()
     vocab = load_vocabulary(data.vocab_path if data.vocab_path is not None else out / "vocab")

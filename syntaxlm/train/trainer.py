@@ -684,7 +684,10 @@ def _train(
 
 
 def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
-    """AdamW; weight decay on matrices and embedding tables, not on biases or normalisation gains."""
+    """AdamW; weight decay on matrices and embedding tables, not on biases or normalisation gains.
+
+    The fused implementation (one kernel over all parameters) is used: on the CPU its step took
+    about half the time of the default one for a PTB-size model (docs/performance.md)."""
     decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
     groups = [
@@ -692,7 +695,7 @@ def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
         {"params": no_decay, "weight_decay": 0.0},
     ]
     groups = [group for group in groups if group["params"]]
-    return torch.optim.AdamW(groups, lr=config.lr, betas=config.betas)
+    return torch.optim.AdamW(groups, lr=config.lr, betas=config.betas, fused=True)
 
 
 def save_model_folder(model: SyntacticLM, folder: Path) -> Path:

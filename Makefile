@@ -25,6 +25,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/read_bench.py
 	$(BIN)/python bench/structure_bench.py
+	$(BIN)/python bench/train_bench.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .hypothesis

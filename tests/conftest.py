@@ -13,12 +13,17 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import settings
 
 # CI runs the property tests on a fixed sequence of examples (the same on every run), so that a
 # landing never depends on luck; locally (and in scripts/fuzz_campaign.py) examples are random.
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.load_profile(os.environ.get("SYNTAXLM_HYPOTHESIS_PROFILE", "default"))
+
+# One thread per test process: the suite runs one process per core (pytest -n auto), and two
+# threads per process on tiny tensors oversubscribe the cores many times over.
+torch.set_num_threads(1)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 

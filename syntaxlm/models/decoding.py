@@ -39,7 +39,9 @@ class ActionGrammar:
     label is ``None`` closes whatever is open (RNNG ``REDUCE``). ``style`` is ``"choe-charniak"``
     (TG, TXL (trees)), ``"rnng"`` (PLM, PLM-mask) or ``"words"`` (words-only models).
     ``ends_with_eos``: the sequence ends with a predicted ``</s>`` (words-only models); otherwise
-    it ends when the root constituent closes.
+    it ends when the root constituent closes. ``symbol_ids``: every atomic symbol of the
+    vocabulary, including those of the other action spelling (a TG vocabulary also holds
+    ``NT(X)``/``REDUCE``); none of them is ever a word.
     """
 
     vocab_size: int
@@ -47,6 +49,7 @@ class ActionGrammar:
     close_label: dict[int, str | None]
     style: str
     ends_with_eos: bool
+    symbol_ids: frozenset[int] = frozenset()
 
     @property
     def word_mask(self) -> np.ndarray:
@@ -55,6 +58,7 @@ class ActionGrammar:
         mask[[PAD_ID, BOS_ID, EOS_ID]] = False
         mask[list(self.open_label)] = False
         mask[list(self.close_label)] = False
+        mask[list(self.symbol_ids)] = False
         return mask
 
     @property

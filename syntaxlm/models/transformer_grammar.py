@@ -24,12 +24,18 @@ linear positions *is* the Transformer-XL layer.
 
 Ablations of §4.1 are options: ``positions="none"`` (no position information), ``"linear"`` for
 TG (linear instead of depth distances), ``separate_compose`` (own attention weights for COMPOSE).
+
+Search and sampling drive the model through ``action_grammar()`` and ``decoder()``
+(``models.decoding``): a ``TGDecoder`` holds ``n`` prefixes with every layer's keys and values and,
+per position, its depth and whether it is on the stack, so that one more token costs one position
+of the network (two for a TG closer: its COMPOSE and STACK copies), not a pass over the prefix.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,10 +45,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from syntaxlm.data.batching import Batch, RowCorpus
-from syntaxlm.errors import SentenceError
+from syntaxlm.errors import ActionSequenceError, SentenceError
 from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM
+from syntaxlm.models.decoding import ActionGrammar, Decoder
 from syntaxlm.models.layers.attention import Kernel, RelativePositions
-from syntaxlm.models.layers.transformer import TransformerStack, next_memory
+from syntaxlm.models.layers.transformer import KeyCache, TransformerStack, next_memory
 from syntaxlm.structure.tg import (
     NEVER,
     VARIANTS,
@@ -52,7 +59,8 @@ from syntaxlm.structure.tg import (
     stack_compose_mask,
     tree_sequences,
 )
-from syntaxlm.text.base import EOS_ID, PAD_ID
+from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID
+from syntaxlm.text.symbols import closing_nonterminal
 from syntaxlm.trees.tree import Tree
 
 POSITIONS = ("auto", "depth", "linear", "none")
@@ -326,6 +334,248 @@ class TransformerGrammar(SyntacticLM):
             sums[n] = values[is_eos].sum()
             results.append(torch.tensor(sums if eos and self.variant == "txl-terminals" else sums[:n]))
         return results
+
+    # --- search and sampling ---------------------------------------------------------------------
+
+    def action_grammar(self) -> ActionGrammar:
+        """Which ids open and close constituents: the ``(X``/``X)`` pairs of the vocabulary for TG
+        and TXL (trees); none for TXL (terminals), whose sequences end with a predicted ``</s>``."""
+        symbol_ids = frozenset(self.vocab.index(symbol) for symbol in self.vocab.symbols)
+        if self.variant == "txl-terminals":
+            return ActionGrammar(
+                len(self.vocab), {}, {}, style="words", ends_with_eos=True, symbol_ids=symbol_ids
+            )
+        open_label: dict[int, str] = {}
+        close_label: dict[int, str | None] = {}
+        for symbol in self.vocab.symbols:
+            label = symbol[1:]
+            if symbol.startswith("(") and label and closing_nonterminal(label) in self.vocab:
+                open_label[self.vocab.index(symbol)] = label
+                close_label[self.vocab.index(closing_nonterminal(label))] = label
+        return ActionGrammar(
+            len(self.vocab),
+            open_label,
+            close_label,
+            style="choe-charniak",
+            ends_with_eos=False,
+            symbol_ids=symbol_ids,
+        )
+
+    def decoder(self) -> TGDecoder:
+        """An incremental decoder over this model, on its device (call its ``start(n)`` first)."""
+        return TGDecoder(self)
+
+
+class TGDecoder(Decoder):
+    """``n`` prefixes of a ``TransformerGrammar`` decoded one token at a time (``models.decoding``).
+
+    Held per hypothesis: every layer's keys and values (``TransformerStack.step``), and per key
+    slot ``[n, T]`` the position in the sequence (−1: padding), its depth, whether it is on the
+    stack and whether it is an opener still open. A token is one new position, except a TG closer,
+    which is two run in one step: its COMPOSE copy attends to the positions it pops (those on the
+    stack from its opener on) and itself, then replaces them on the stack; its STACK copy attends
+    to the stack and itself and is not pushed (Algorithm 1). In a step where some hypotheses close
+    a constituent, the others get a padding slot before their token; padding is never attended,
+    and the slots are compacted when it piles up. Relative positions are per hypothesis (depth
+    differences, or differences of sequence positions).
+
+    Whole sequences are held, without segments: a sequence longer than ``segment_length`` is
+    decoded as the model scores it with ``memory_length`` at least the sequence's length. The
+    network runs in eval mode, without gradients, with the SDPA kernel (the keys grow by one or
+    two each step, which FlexAttention would recompile for). The decoder does not check the
+    grammar (the search does) except that a closer needs an open constituent.
+    """
+
+    def __init__(self, model: TransformerGrammar):
+        self.model = model
+        self.duplicates_closers = model.variant == "tg"
+        grammar = model.action_grammar()
+        self._is_opener = _id_mask(grammar.vocab_size, grammar.open_label, model.device)
+        self._is_closer = _id_mask(grammar.vocab_size, grammar.close_label, model.device)
+        self.start(0)
+
+    @property
+    def size(self) -> int:
+        return len(self._length)
+
+    @torch.no_grad()
+    def start(self, n: int) -> None:
+        if n < 0:
+            raise ValueError(f"the number of prefixes must be at least 0, got {n}")
+        device = self.model.device
+        self._caches: list[KeyCache] | None = None
+        self._length = torch.ones(n, dtype=torch.long, device=device)
+        # <s> is position 0, at depth 0, on the stack for good.
+        self._position = torch.zeros(n, 1, dtype=torch.long, device=device)
+        self._depth = torch.zeros(n, 1, dtype=torch.long, device=device)
+        self._on_stack = torch.ones(n, 1, dtype=torch.bool, device=device)
+        self._open = torch.zeros(n, 1, dtype=torch.bool, device=device)
+        if n == 0:
+            self._hidden = self.model.embedding.weight.new_zeros(0, self.model.config.d_model)
+            return
+        inputs = torch.full((n, 1), BOS_ID, dtype=torch.long, device=device)
+        mask = torch.ones(n, 1, 1, 1, dtype=torch.bool, device=device)
+        coordinate = self._coordinate(self._position, self._depth)
+        self._hidden = self._run(inputs, mask, coordinate, coordinate, None)
+
+    @torch.no_grad()
+    def logprobs(self) -> Tensor:
+        model = self.model
+        weight = model.embedding.weight if model.output is None else model.output.weight
+        return torch.log_softmax(F.linear(self._hidden, weight, model.output_bias).float(), dim=-1)
+
+    @torch.no_grad()
+    def advance(self, parents: Tensor, tokens: Tensor) -> None:
+        device = self.model.device
+        parents = torch.as_tensor(parents, device=device).long()
+        tokens = torch.as_tensor(tokens, device=device).long()
+        if parents.ndim != 1 or parents.shape != tokens.shape:
+            raise ValueError(
+                f"parents and tokens must be 1-d and of one length, got shapes {tuple(parents.shape)} "
+                f"and {tuple(tokens.shape)}"
+            )
+        n, m = self.size, len(parents)
+        if m == 0:
+            self.start(0)
+            return
+        if n == 0:
+            raise IndexError("advance on a decoder that holds no prefixes; call start(n) first")
+        vocab_size = len(self._is_closer)
+        safe = parents.clamp(0, n - 1)
+        closer = self._is_closer[tokens.clamp(0, vocab_size - 1)]
+        n_open = self._open.sum(dim=1)[safe]
+        composes = closer & self.duplicates_closers  # the tokens that get a COMPOSE copy
+        identity = (parents == torch.arange(n, device=device)).all() if m == n else torch.tensor(False)
+        # One transfer from the device for everything decided on the host.
+        bad_parent, bad_token, unopened, two_positions, longest, same = torch.stack(
+            [
+                (parents != safe).any(),
+                ((tokens < 0) | (tokens >= vocab_size)).any(),
+                (closer & (n_open == 0)).any(),
+                composes.any(),
+                self._length[safe].amax(),
+                identity.to(device),
+            ]
+        ).tolist()
+        if bad_parent:
+            raise IndexError(f"parents must be in [0, {n}), got {parents.tolist()}")
+        if bad_token:
+            raise ValueError(f"tokens must be ids in [0, {vocab_size}), got {tokens.tolist()}")
+        if unopened:
+            i = int(torch.argmax((closer & (n_open == 0)).int()))
+            token = self.model.vocab.token(int(tokens[i]))
+            raise ActionSequenceError(
+                f"{token!r} closes a constituent but none is open in prefix {int(parents[i])} "
+                f"(new hypothesis {i})"
+            )
+        if not same:
+            self._select(parents)
+        slots = self._position.shape[1]
+        if slots - longest > max(16, longest // 4):
+            self._compact(int(longest))
+            slots = longest
+
+        # Two candidate positions per hypothesis: a closer's COMPOSE copy (padding for any other
+        # token), then the token itself (for a closer, its STACK copy). Without a COMPOSE in this
+        # step only the second is run.
+        length = self._length
+        slot = torch.arange(slots, device=device)
+        opener_slot = torch.where(self._open, slot, -1).amax(dim=1)  # the innermost open opener
+        popped = self._on_stack & (slot >= opener_slot[:, None]) & composes[:, None]
+        stack = self._on_stack & ~popped
+        depth = torch.where(closer, n_open, n_open + 1)  # a closer sits at its opener's depth
+        inputs = torch.stack([torch.where(composes, tokens, PAD_ID), tokens], dim=1)
+        position = torch.stack([torch.where(composes, length, -1), length + composes], dim=1)
+        new_depth = torch.stack([depth, depth], dim=1)
+        # COMPOSE attends to what it pops and itself; STACK to the stack left, the COMPOSE copy
+        # pushed on it, and itself.
+        new_keys = torch.zeros(m, 2, 2, dtype=torch.bool, device=device)
+        new_keys[:, 0, 0] = new_keys[:, 1, 0] = composes
+        new_keys[:, 1, 1] = True
+        not_any = torch.zeros_like(composes)
+        keep = slice(0 if two_positions else 1, 2)
+        mask = torch.cat([torch.stack([popped, stack], dim=1)[:, keep], new_keys[:, keep, keep]], dim=2)
+        query_coordinate = self._coordinate(position[:, keep], new_depth[:, keep])
+        key_coordinate = torch.cat([self._coordinate(self._position, self._depth), query_coordinate], dim=1)
+        compose = torch.stack([composes, not_any], dim=1)[:, keep]
+        self._hidden = self._run(inputs[:, keep], mask[:, None], query_coordinate, key_coordinate, compose)
+
+        closed = (slot == opener_slot[:, None]) & closer[:, None]
+        opened = torch.stack([not_any, self._is_opener[tokens]], dim=1)[:, keep]
+        pushed = torch.stack([composes, ~composes], dim=1)[:, keep]  # a STACK copy is not pushed
+        self._open = torch.cat([self._open & ~closed, opened], dim=1)
+        self._on_stack = torch.cat([stack, pushed], dim=1)
+        self._position = torch.cat([self._position, position[:, keep]], dim=1)
+        self._depth = torch.cat([self._depth, new_depth[:, keep]], dim=1)
+        self._length = length + 1 + composes.long()
+
+    # --- internals -------------------------------------------------------------------------------
+
+    def _coordinate(self, position: Tensor, depth: Tensor) -> Tensor:
+        """δ in ``R_ij = δ(i) − δ(j)``: the depth (TG), or the position in the sequence."""
+        return depth if self.model.config.position_kind == "depth" else position
+
+    def _run(self, inputs, mask, query_coordinate, key_coordinate, compose) -> Tensor:
+        """The network on new positions ``[n, Q]`` after the cached ones; the last one's output."""
+        model = self.model
+        relative = position_table = None
+        if model.relative_positions is not None:
+            distance = query_coordinate[:, :, None] - key_coordinate[:, None, :]
+            relative = model.relative_positions.buckets(distance)
+            position_table = model.relative_positions.table()
+        with _evaluating(model):
+            x = model.embedding(inputs) * math.sqrt(model.config.d_model)
+            hidden, self._caches = model.transformer.step(
+                x,
+                mask,
+                self._caches,
+                relative=relative,
+                position_table=position_table,
+                compose=compose if model.config.separate_compose else None,
+                kernel="sdpa",
+            )
+        return hidden[:, -1]
+
+    def _select(self, parents: Tensor) -> None:
+        """Hypothesis ``i`` becomes a copy of ``parents[i]``."""
+        for name in ("_length", "_position", "_depth", "_on_stack", "_open"):
+            setattr(self, name, getattr(self, name).index_select(0, parents))
+        if self._caches is not None:
+            self._caches = [
+                [(k.index_select(0, parents), v.index_select(0, parents)) for k, v in cache]
+                for cache in self._caches
+            ]
+
+    def _compact(self, slots: int) -> None:
+        """Drop padding slots: each hypothesis's positions move left, in order, into ``slots``."""
+        order = torch.sort((self._position < 0).int(), dim=1, stable=True).indices[:, :slots]
+        for name in ("_position", "_depth", "_on_stack", "_open"):
+            setattr(self, name, getattr(self, name).gather(1, order))
+
+        def gather(t: Tensor) -> Tensor:
+            return t.gather(2, order[:, None, :, None].expand(-1, t.shape[1], -1, t.shape[3]))
+
+        if self._caches is not None:
+            self._caches = [[(gather(k), gather(v)) for k, v in cache] for cache in self._caches]
+
+
+def _id_mask(size: int, ids, device) -> Tensor:
+    mask = torch.zeros(size, dtype=torch.bool, device=device)
+    mask[list(ids)] = True
+    return mask
+
+
+@contextmanager
+def _evaluating(module: nn.Module) -> Iterator[None]:
+    """``module`` in eval mode for the block, then back to its mode."""
+    if not module.training:
+        yield
+        return
+    module.eval()
+    try:
+        yield
+    finally:
+        module.train()
 
 
 def _take(sequences: TGSequences, indices) -> TGSequences:

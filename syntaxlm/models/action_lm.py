@@ -21,6 +21,11 @@ The blocks are ``layers.TransformerStack`` (pre-LN by default, GELU feed-forward
 absolute positions added to the token embeddings, and the output layer tied to the token
 embeddings (``tie_embeddings``). Softmaxes run over the whole vocabulary, as in the authors' code.
 
+Search and sampling drive the model through ``action_grammar()`` and ``decoder()``
+(``models.decoding``): an ``ActionLMDecoder`` holds ``n`` prefixes with each layer's keys and
+values, and for plm-mask the ``open_start`` of every position held, so that one more token costs
+one position of the network, not a pass over the whole prefix.
+
 Training data (``prepare``): trees with more than ``max_actions`` RNNG actions, with an empty
 constituent, or longer than ``max_length`` positions are skipped, as the authors' oracle skips
 them, whatever the model, so that all five train on the same sentences; a ``SkippedTreesWarning``
@@ -31,7 +36,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -42,10 +48,18 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from syntaxlm.data.batching import Batch, RowCorpus, pad_rows
-from syntaxlm.errors import TreeError
+from syntaxlm.errors import ActionSequenceError, TreeError
 from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM
-from syntaxlm.models.layers.transformer import TransformerStack
-from syntaxlm.structure.actions import Actions, atomic_words_as_unk, encode_actions, tree_to_actions
+from syntaxlm.models.decoding import ActionGrammar, Decoder, symbol_ids
+from syntaxlm.models.layers.transformer import KeyCache, TransformerStack
+from syntaxlm.structure.actions import (
+    ActionKind,
+    Actions,
+    atomic_words_as_unk,
+    encode_actions,
+    read_actions,
+    tree_to_actions,
+)
 from syntaxlm.structure.plm_mask import NOT_AN_ACTION, attention_head_masks, open_constituent_starts
 from syntaxlm.structure.sclm import ActionNgramVocab, scaffold_labels
 from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID, reject_string_sentence
@@ -402,6 +416,32 @@ class ActionLM(SyntacticLM):
             self.train(was_training)
         return results
 
+    # --- incremental decoding -----------------------------------------------------------------
+
+    def action_grammar(self) -> ActionGrammar:
+        """PLM and PLM-mask: every ``NT(X)`` of the vocabulary opens ``X`` and ``REDUCE`` closes
+        whatever is open; the ``REDUCE`` that closes the root ends the sequence. The plain LM and
+        SCLM: words only, ending with ``</s>``."""
+        vocab = self.vocab
+        if not self.reads_actions:
+            return ActionGrammar(
+                len(vocab), {}, {}, style="words", ends_with_eos=True, symbol_ids=symbol_ids(vocab)
+            )
+        symbols = read_actions(vocab.symbols, "rnng")
+        open_label = {
+            vocab.index(token): token[len("NT(") : -len(")")]
+            for token, kind in zip(symbols.tokens, symbols.kinds)
+            if kind == ActionKind.OPEN
+        }
+        reduce = {vocab.index(REDUCE): None}
+        return ActionGrammar(
+            len(vocab), open_label, reduce, style="rnng", ends_with_eos=False, symbol_ids=symbol_ids(vocab)
+        )
+
+    def decoder(self) -> ActionLMDecoder:
+        """An incremental decoder over this model; ``start(n)`` it before use."""
+        return ActionLMDecoder(self)
+
     # --- encoding -----------------------------------------------------------------------------
 
     def _word_pieces(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -418,6 +458,145 @@ class ActionLM(SyntacticLM):
         kinds = np.concatenate(([NOT_AN_ACTION], encoded.kinds)).astype(np.int8)
         word_index = np.concatenate(([-1], encoded.word_index)).astype(np.int32)
         return ids, kinds, word_index
+
+
+class ActionLMDecoder(Decoder):
+    """``n`` prefixes of an ``ActionLM``, extended one token at a time (``models.decoding.Decoder``).
+
+    Held for every prefix: each layer's keys and values (``TransformerStack.step``), and for
+    plm-mask the ``open_start`` of every position, as ``open_constituent_starts`` gives it for the
+    whole sequence. Every call extends all prefixes by one token, so all hold ``length`` positions
+    and the new token sits at absolute position ``length``. Its ``open_start`` follows from the
+    token: ``NT(X)`` opens a constituent at the new position; ``REDUCE`` closes the innermost one,
+    opened at ``s``, and what stays open is what was innermost just before it, ``open_start[s − 1]``;
+    a word piece changes nothing. The held rows are thus the stack of open constituents.
+
+    The network runs without gradients and with dropout off, whatever mode the model is in. Each
+    step costs one position: attention over the ``length`` held keys, ``O(n·length·d)``, plus the
+    position's own ``O(n·d²)`` (and ``O(n·d·V)`` for ``logprobs``).
+    """
+
+    def __init__(self, model: ActionLM):
+        self.model = model
+        self.masked = model.config.model == "plm-mask"
+        self.device = model.token_embedding.weight.device
+        grammar = model.action_grammar()
+        kinds = torch.full((grammar.vocab_size,), ActionKind.WORD, dtype=torch.long)
+        kinds[list(grammar.open_label)] = ActionKind.OPEN
+        kinds[list(grammar.close_label)] = ActionKind.CLOSE
+        self._kind_of_id = kinds.to(self.device)
+        self.length = 0  # positions held per prefix, <s> included
+        self._caches: list[KeyCache] | None = None
+        self._open_start: Tensor | None = None  # [n, length], plm-mask only
+        self._hidden: Tensor | None = None  # [n, d]: the last hidden state of the newest positions
+
+    @property
+    def size(self) -> int:
+        return 0 if self._hidden is None else self._hidden.shape[0]
+
+    def start(self, n: int) -> None:
+        if n < 0:
+            raise ValueError(f"the number of prefixes must be at least 0, got {n}")
+        self.length, self._caches = 0, None
+        self._open_start = torch.zeros(n, 0, dtype=torch.long, device=self.device)
+        bos = torch.full((n,), BOS_ID, dtype=torch.long, device=self.device)
+        self._run(bos, torch.full((n,), -1, dtype=torch.long, device=self.device))
+
+    def logprobs(self) -> Tensor:
+        """``[n, V]`` natural-log ``p(next token | prefix)``, float32, computed on each call."""
+        if self._hidden is None:
+            raise RuntimeError("call start(n) before logprobs()")
+        with torch.no_grad():
+            return self.model.lm_logits(self._hidden).float().log_softmax(-1)
+
+    def advance(self, parents: Tensor, tokens: Tensor) -> None:
+        parents, tokens = self._checked(parents, tokens)
+        if self.length >= self.model.config.max_length:
+            raise ValueError(
+                f"the prefixes already hold {self.length} positions, the model's max_length; "
+                "there is no position left for another token"
+            )
+        open_start = self._open_start[parents]
+        new_open_start = self._next_open_start(open_start, tokens) if self.masked else None
+        self._caches = [[(k[parents], v[parents]) for k, v in layer] for layer in self._caches]
+        self._open_start = open_start
+        self._run(tokens, new_open_start)
+
+    def row_mask(self) -> Tensor:
+        """``True`` = may attend, for the newest position of every prefix over the ``length`` held:
+        ``[1, 1, 1, length]`` (causal: everything), or for plm-mask ``[n, H, 1, length]``, the row
+        of ``attention_head_masks`` for its ``open_start``."""
+        positions = torch.arange(self.length, device=self.device)
+        if not self.masked:
+            return torch.ones(1, 1, 1, self.length, dtype=torch.bool, device=self.device)
+        newest = self._open_start[:, -1:]
+        return attention_head_masks(newest, positions[-1:], positions, self.model.config.n_heads)
+
+    def _run(self, tokens: Tensor, open_start: Tensor | None) -> None:
+        """The network on one new position per prefix, ``tokens`` at position ``length``."""
+        model, position = self.model, self.length
+        if self.masked:
+            self._open_start = torch.cat([self._open_start, open_start[:, None]], dim=1)
+        self.length += 1
+        x = model.token_embedding(tokens[:, None]) + model.position_embedding.weight[position]
+        with torch.no_grad(), _evaluating(model):
+            hidden, self._caches = model.transformer.step(
+                model.embedding_dropout(x), self.row_mask(), self._caches
+            )
+        self._hidden = hidden[:, 0]
+
+    def _next_open_start(self, open_start: Tensor, tokens: Tensor) -> Tensor:
+        """``open_start`` of the new position after each prefix's token (class docstring), given
+        that of the positions held, ``[n, length]``."""
+        current = open_start[:, -1]
+        kind = self._kind_of_id[tokens]
+        closes = kind == ActionKind.CLOSE
+        nothing_open = closes & (current < 0)
+        if bool(nothing_open.any()):
+            first = int(nothing_open.nonzero()[0, 0])
+            raise ActionSequenceError(
+                f"prefix {first}: a closer with no open constituent", action=self.length - 1
+            )
+        enclosing = open_start.gather(1, (current - 1).clamp(min=0)[:, None])[:, 0]
+        after = torch.where(closes, enclosing, current)
+        return torch.where(kind == ActionKind.OPEN, torch.full_like(after, self.length), after)
+
+    def _checked(self, parents: Tensor, tokens: Tensor) -> tuple[Tensor, Tensor]:
+        if self._hidden is None:
+            raise RuntimeError("call start(n) before advance()")
+        parents = torch.as_tensor(parents, device=self.device)
+        tokens = torch.as_tensor(tokens, device=self.device)
+        if parents.ndim != 1 or tokens.shape != parents.shape:
+            raise ValueError(
+                "parents and tokens must be 1-d tensors of one length, got shapes "
+                f"{tuple(parents.shape)} and {tuple(tokens.shape)}"
+            )
+        if parents.is_floating_point() or tokens.is_floating_point():
+            raise TypeError("parents and tokens must be integer tensors")
+        parents, tokens = parents.long(), tokens.long()
+        n, vocab_size = self.size, len(self._kind_of_id)
+        bad_parent = (parents < 0) | (parents >= n)
+        bad_token = (tokens < 0) | (tokens >= vocab_size)
+        if bool((bad_parent | bad_token).any()):
+            if bool(bad_parent.any()):
+                value = int(parents[bad_parent][0])
+                raise ValueError(f"parent {value} is not one of the {n} prefixes held")
+            value = int(tokens[bad_token][0])
+            raise ValueError(f"token {value} is outside the vocabulary (0..{vocab_size - 1})")
+        return parents, tokens
+
+
+@contextmanager
+def _evaluating(model: nn.Module) -> Iterator[None]:
+    """Dropout off while the block runs; the model's mode is left as it was."""
+    if not model.training:
+        yield
+        return
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train()
 
 
 def _rnng_actions(tree: Tree) -> Actions | None:

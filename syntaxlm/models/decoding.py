@@ -17,7 +17,7 @@ through two objects, never through its class:
   them). A TG closer is one token here: the decoder runs its COMPOSE and STACK copies inside.
 
 A decoder's results must equal the model's full forward pass on the same sequences
-(``token_logprobs``), which is how decoders are tested.
+(``forward``), which is how decoders are tested.
 """
 
 from __future__ import annotations
@@ -64,6 +64,11 @@ class ActionGrammar:
     @property
     def unk_id(self) -> int:
         return UNK_ID
+
+
+def symbol_ids(vocab) -> frozenset[int]:
+    """The ids of every atomic symbol of a vocabulary (``ActionGrammar.symbol_ids``)."""
+    return frozenset(vocab.index(symbol) for symbol in vocab.symbols)
 
 
 class Decoder(ABC):

@@ -47,7 +47,7 @@ from torch import Tensor, nn
 from syntaxlm.data.batching import Batch, RowCorpus
 from syntaxlm.errors import ActionSequenceError, SentenceError
 from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM
-from syntaxlm.models.decoding import ActionGrammar, Decoder
+from syntaxlm.models.decoding import ActionGrammar, Decoder, symbol_ids
 from syntaxlm.models.layers.attention import Kernel, RelativePositions
 from syntaxlm.models.layers.transformer import KeyCache, TransformerStack, next_memory
 from syntaxlm.structure.tg import (
@@ -340,10 +340,9 @@ class TransformerGrammar(SyntacticLM):
     def action_grammar(self) -> ActionGrammar:
         """Which ids open and close constituents: the ``(X``/``X)`` pairs of the vocabulary for TG
         and TXL (trees); none for TXL (terminals), whose sequences end with a predicted ``</s>``."""
-        symbol_ids = frozenset(self.vocab.index(symbol) for symbol in self.vocab.symbols)
         if self.variant == "txl-terminals":
             return ActionGrammar(
-                len(self.vocab), {}, {}, style="words", ends_with_eos=True, symbol_ids=symbol_ids
+                len(self.vocab), {}, {}, style="words", ends_with_eos=True, symbol_ids=symbol_ids(self.vocab)
             )
         open_label: dict[int, str] = {}
         close_label: dict[int, str | None] = {}
@@ -358,7 +357,7 @@ class TransformerGrammar(SyntacticLM):
             close_label,
             style="choe-charniak",
             ends_with_eos=False,
-            symbol_ids=symbol_ids,
+            symbol_ids=symbol_ids(self.vocab),
         )
 
     def decoder(self) -> TGDecoder:

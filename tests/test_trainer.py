@@ -129,7 +129,13 @@ class TinyLM(SyntacticLM):
         return LossOutput(sums, dict(batch.counts), new_state)
 
     def word_logprobs(self, sentences, **options):
-        raise NotImplementedError
+        raise NotImplementedError("the trainer tests do not score")
+
+    def action_grammar(self):
+        raise NotImplementedError("the trainer tests do not decode")
+
+    def decoder(self):
+        raise NotImplementedError("the trainer tests do not decode")
 
 
 # --- fixtures -----------------------------------------------------------------------------------------

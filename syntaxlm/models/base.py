@@ -10,6 +10,8 @@ trainer, the evaluations and the CLI talk to models only through this class:
   says how the parts combine (SCLM: ``(1 − α)·lm + α·scaffold``); ``state`` carries what a stream
   of segments passes on (Transformer-XL memory);
 - ``word_logprobs(sentences)``: natural-log ``p(word | prefix)`` per word;
+- ``action_grammar()`` and ``decoder()``: what beam search, parsing and sampling drive
+  (``models.decoding``);
 - ``save_pretrained(folder)`` / ``from_pretrained(folder)`` (= ``syntaxlm.models.load_model``):
   ``config.json`` + ``model.safetensors``
   + the vocabulary folders. Loading checks every tensor's name and shape and says what differs.
@@ -33,6 +35,7 @@ from torch import Tensor, nn
 from syntaxlm.data.batching import Batch, RowCorpus
 from syntaxlm.errors import InputFormatError, SyntaxlmError
 from syntaxlm.files import atomic_writer, read_json
+from syntaxlm.models.decoding import ActionGrammar, Decoder
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -138,6 +141,14 @@ class SyntacticLM(nn.Module, ABC):
     @abstractmethod
     def loss(self, batch: Batch, state: Any = None) -> LossOutput:
         """Per-part NLL sums of a batch from ``prepare``; ``state`` is the previous ``LossOutput.state``."""
+
+    @abstractmethod
+    def action_grammar(self) -> ActionGrammar:
+        """Which vocabulary ids build trees and which are words (``models.decoding``)."""
+
+    @abstractmethod
+    def decoder(self) -> Decoder:
+        """An incremental decoder over this model (``models.decoding``): search and sampling use it."""
 
     @abstractmethod
     def word_logprobs(self, sentences: Sequence[Sequence[str]], **options) -> list[Tensor]:

@@ -175,6 +175,24 @@ def data_transform(
     typer.echo(f"{count} trees written to {out}")
 
 
+@data_app.command("documents")
+def data_documents(
+    source: Annotated[Path, typer.Argument(help="A folder (one document per file) or a treebank file.")],
+    out: Annotated[Path, typer.Argument(help="Output file of (DOC ...) trees, one per document.")],
+    sentences: Annotated[
+        int | None, typer.Option(help="Sentences per document (instead of one document per file).")
+    ] = None,
+    pos_tags: Annotated[bool, typer.Option(help="Input has POS tags (Penn style).")] = True,
+) -> None:
+    """Group sentence trees into document trees (DOC (S ...) (S ...)) for document-level models."""
+    from syntaxlm.data.documents import document_trees
+    from syntaxlm.trees.ptb import write_trees
+
+    trees = document_trees(source, sentences_per_document=sentences, pos_tags=pos_tags)
+    count = write_trees(out, trees)
+    typer.echo(f"{count} documents written to {out}")
+
+
 @data_app.command("dep2tree")
 def data_dep2tree(
     source: Annotated[Path, typer.Argument(help="CoNLL-U file.")],

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from hypothesis import strategies as st
 
 from syntaxlm.errors import ActionSequenceError, InputFormatError, SyntaxlmError
@@ -42,6 +43,7 @@ from syntaxlm.eval.parseval import COLLINS_PARAMS, EvalbParams, evaluate_parses,
 from syntaxlm.eval.sg_formula import FormulaError, evaluate_formula, parse_formula, region_references
 from syntaxlm.eval.syntaxgym import evaluate_suite, load_suite, region_values_from_json, score_region_values
 from syntaxlm.eval.uf1 import evaluate_uf1, read_distances, read_predicted_trees
+from syntaxlm.models import build_model, load_model
 from syntaxlm.structure.actions import ActionKind, actions_to_tree, read_actions, tree_to_actions
 from syntaxlm.structure.distances import (
     describe_distances,
@@ -60,6 +62,8 @@ from syntaxlm.structure.tg import VARIANTS, segment_sequences, tg_sequences
 from syntaxlm.text.base import VOCAB_FILE, load_vocabulary
 from syntaxlm.text.subword import MODEL_FILE, SubwordVocab
 from syntaxlm.text.vocab import WordVocab
+from syntaxlm.train.checkpoint import TrainingState, load_checkpoint, save_checkpoint
+from syntaxlm.train.config import load_config, run_config
 from syntaxlm.trees.binarize import binarize, unbinarize
 from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING, PTB_CLEANING
 from syntaxlm.trees.dependency import (
@@ -947,6 +951,82 @@ def check_subword_model(value: tuple[int, bytes], folder: Path) -> None:
     outcome(lambda: load_vocabulary(vocab_folder), lambda error: vocab_located(error, path, text))
 
 
+# -- training: recipes, checkpoints, saved models -----------------------------------------------------
+
+RECIPE_EXAMPLE = (Path(__file__).resolve().parents[2] / "configs" / "tg-tiny.yaml").read_bytes()
+YAML_PIECES = COMMON_PIECES + (
+    b":", b": ", b"- ", b"[", b"]", b"{", b"}", b"#", b"&a", b"*a", b"!!python/object", b"---", b"...",
+    b"null", b"~", b"1e-3", b"-1", b"0", b"yes", b".inf", b".nan", b"model:", b"train:", b"data:", b"lr:",
+    b"  ", b"\t", b"'", b'"', b"|", b">",
+)  # fmt: skip
+
+
+def named_in_message(error: SyntaxlmError, path: Path) -> None:
+    """An error about a file given by the user names the file in its message."""
+    assert str(path) in str(error), f"the file is not named: {error}"
+
+
+def check_recipe(value: tuple[int, bytes], folder: Path) -> None:
+    """``load_config`` on a recipe file (YAML); a recipe that loads is written back and reloaded."""
+    _, data = value
+    path = folder / "recipe.yaml"
+    path.write_bytes(data)
+    config = outcome(lambda: load_config(path), lambda error: named_in_message(error, path))
+    if not failed(config):
+        assert run_config(config.to_dict()).to_dict() == config.to_dict()
+
+
+def _tiny_model():
+    vocab = WordVocab.build([["the", "bird", "sings"]], min_freq=1, symbols=["(S", "S)"])
+    config = {"model": "tg", "d_model": 8, "n_layers": 1, "n_heads": 2, "d_ff": 8, "segment_length": 8}
+    return build_model(config, {"vocab": vocab})
+
+
+def _checkpoint_bytes() -> bytes:
+    model = _tiny_model()
+    optimizer = torch.optim.AdamW(model.parameters())
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "checkpoint.safetensors"
+        save_checkpoint(
+            path, model=model.state_dict(), optimizer=optimizer.state_dict(), state=TrainingState(step=3)
+        )
+        return path.read_bytes()
+
+
+CHECKPOINT_EXAMPLE = _checkpoint_bytes()
+
+
+def check_checkpoint(value: tuple[int, bytes], folder: Path) -> None:
+    """``load_checkpoint`` on a checkpoint file of the bytes."""
+    _, data = value
+    path = folder / "checkpoint.safetensors"
+    path.write_bytes(data)
+    outcome(lambda: load_checkpoint(path), lambda error: named_in_message(error, path))
+
+
+def _model_folder_files() -> tuple[bytes, bytes]:
+    with tempfile.TemporaryDirectory() as folder:
+        saved = _tiny_model().save_pretrained(Path(folder) / "model")
+        return (saved / "config.json").read_bytes(), (saved / "model.safetensors").read_bytes()
+
+
+MODEL_CONFIG_EXAMPLE, MODEL_WEIGHTS_EXAMPLE = _model_folder_files()
+
+
+def check_model_folder(value: tuple[int, bytes], folder: Path) -> None:
+    """``load_model`` on a saved model whose ``config.json`` (even options byte) or
+    ``model.safetensors`` (odd) holds the bytes."""
+    options, data = value
+    model_folder = folder / "model"
+    if not model_folder.exists():
+        _tiny_model().save_pretrained(model_folder)
+    broken_file = model_folder / ("config.json" if options % 2 == 0 else "model.safetensors")
+    (model_folder / "config.json").write_bytes(MODEL_CONFIG_EXAMPLE)
+    (model_folder / "model.safetensors").write_bytes(MODEL_WEIGHTS_EXAMPLE)
+    broken_file.write_bytes(data)
+    outcome(lambda: load_model(model_folder), lambda error: named_in_message(error, model_folder))
+
+
 # -- the targets -------------------------------------------------------------------------------------------
 
 
@@ -1098,6 +1178,35 @@ TARGETS: dict[str, Target] = {
             lambda: with_options(st.binary(max_size=300)),
             options_and_bytes,
             lambda: [b"\x00\x0a\x05\x0a\x01a\x15\x00\x00\x00\x00"],
+        ),
+        Target(
+            "recipe",
+            "load_config on a training recipe (YAML)",
+            check_recipe,
+            lambda: with_options(file_input(st.just(RECIPE_EXAMPLE), YAML_PIECES)),
+            options_and_bytes,
+            _file_seeds(RECIPE_EXAMPLE),
+        ),
+        Target(
+            "checkpoint",
+            "load_checkpoint on a training checkpoint file",
+            check_checkpoint,
+            lambda: with_options(file_input(st.just(CHECKPOINT_EXAMPLE), JSON_PIECES)),
+            options_and_bytes,
+            _file_seeds(CHECKPOINT_EXAMPLE),
+        ),
+        Target(
+            "model_folder",
+            "load_model on a saved model with a broken config.json or model.safetensors",
+            check_model_folder,
+            lambda: with_options(
+                st.one_of(
+                    file_input(st.just(MODEL_CONFIG_EXAMPLE), JSON_PIECES),
+                    file_input(st.just(MODEL_WEIGHTS_EXAMPLE), JSON_PIECES),
+                )
+            ),
+            options_and_bytes,
+            lambda: [bytes([0]) + MODEL_CONFIG_EXAMPLE, bytes([1]) + MODEL_WEIGHTS_EXAMPLE],
         ),
     )
 }

@@ -645,6 +645,236 @@ def eval_gen(
     _emit("generation", result.to_json(), as_json, out, result.render(), inputs, options)
 
 
+# -- scoring, parsing, sampling -------------------------------------------------------------------------
+
+ModelArgument = Annotated[Path, typer.Argument(help="A saved model folder (written by save_pretrained).")]
+SentencesArgument = Annotated[
+    Path, typer.Argument(help="Sentences, one per line, words separated by spaces.")
+]
+PosTagsOption = Annotated[
+    bool,
+    typer.Option(
+        "--pos-tags/--no-pos-tags",
+        help="Given trees have POS tags (read in the models' view); --no-pos-tags: already without them.",
+    ),
+]
+ActionBeamOption = Annotated[int, typer.Option(help="Beam search: action beam.")]
+WordBeamOption = Annotated[int, typer.Option(help="Beam search: word beam.")]
+FastTrackOption = Annotated[int, typer.Option(help="Beam search: fast-track states per round.")]
+BatchSizeOption = Annotated[int, typer.Option(help="Sentences per batch.")]
+ProgressOption = Annotated[bool, typer.Option(help="Show a progress bar (on stderr).")]
+
+
+class ScoreMethod(str, Enum):
+    auto = "auto"
+    exact = "exact"
+    beam = "beam"
+    gold = "gold"
+    proposals = "proposals"
+
+
+class ScoreFormat(str, Enum):
+    tsv = "tsv"
+    jsonl = "jsonl"
+
+
+class ScoreUnit(str, Enum):
+    bits = "bits"
+    nats = "nats"
+
+
+def _read_sentences(path: Path) -> list[list[str]]:
+    from syntaxlm.errors import InputFormatError
+    from syntaxlm.files import read_lines
+
+    sentences = []
+    for number, line in enumerate(read_lines(path, InputFormatError), 1):
+        words = line.split()
+        if not words:
+            raise InputFormatError(
+                "empty line", path=path, line=number, expected="a sentence: words separated by spaces"
+            )
+        sentences.append(words)
+    return sentences
+
+
+def _given_trees(path: Path, pos_tags: bool) -> list:
+    from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
+    from syntaxlm.trees.ptb import TreeReader
+
+    return list(TreeReader(path, cleaning=CHOE_CHARNIAK_CLEANING if pos_tags else None, pos_tags=pos_tags))
+
+
+@app.command("score")
+def score_command(
+    model: ModelArgument,
+    sentences: SentencesArgument,
+    method: Annotated[
+        ScoreMethod, typer.Option(help="auto: exact for words-only models, beam search for joint ones.")
+    ] = ScoreMethod.auto,
+    format_: Annotated[
+        ScoreFormat, typer.Option("--format", help="tsv: one word per line; jsonl: one sentence.")
+    ] = ScoreFormat.tsv,
+    out: Annotated[Path | None, typer.Option(help="Write here instead of printing.")] = None,
+    unit: Annotated[ScoreUnit, typer.Option(help="Surprisal unit.")] = ScoreUnit.bits,
+    eos: Annotated[
+        bool, typer.Option(help="Add the end of each sentence (</s>, closing actions) as a last entry.")
+    ] = False,
+    trees: Annotated[Path | None, typer.Option(help="--method gold: the trees, one per sentence.")] = None,
+    proposals: Annotated[Path | None, typer.Option(help="--method proposals: INDEX<TAB>TREE lines.")] = None,
+    pos_tags: PosTagsOption = True,
+    action_beam: ActionBeamOption = 100,
+    word_beam: WordBeamOption = 10,
+    fast_track: FastTrackOption = 5,
+    batch_size: BatchSizeOption = 16,
+    progress: ProgressOption = True,
+) -> None:
+    """Per-word surprisal of every sentence of a file under a saved model."""
+    from syntaxlm.inference import BeamSettings, Scorer, read_proposals, scores_record
+    from syntaxlm.models import load_model
+
+    words = _read_sentences(sentences)
+    scorer = Scorer(
+        load_model(model),
+        method=method.value,
+        beam=BeamSettings(action_beam, word_beam, fast_track),
+        batch_size=batch_size,
+        progress=progress,
+    )
+    given = {}
+    if trees is not None:
+        given["trees"] = _given_trees(trees, pos_tags)
+    if proposals is not None:
+        given["proposals"] = read_proposals(proposals, n_sentences=len(words), pos_tags=pos_tags)
+    scores = scorer.score(words, **given)
+    records = [scores_record(s, index=i, unit=unit.value, eos=eos) for i, s in enumerate(scores)]
+    name = f"surprisal_{unit.value}"
+    if format_ == ScoreFormat.jsonl:
+        lines = [json.dumps(record, ensure_ascii=False) for record in records]
+    else:
+        lines = [f"sentence\tword\ttoken\t{name}"]
+        for record in records:
+            values = record[f"word_{name}"] + ([record[f"end_{name}"]] if eos else [])
+            tokens = record["words"] + (["</s>"] if eos else [])
+            for position, (token, value) in enumerate(zip(tokens, values)):
+                lines.append(
+                    f"{record['sentence']}\t{position}\t{token}\t{'nan' if value is None else repr(value)}"
+                )
+    _write_lines(lines, out)
+
+
+def _write_lines(lines: list[str], out: Path | None) -> None:
+    if out is None:
+        typer.echo("\n".join(lines))
+        return
+    from syntaxlm.files import atomic_writer
+
+    with atomic_writer(out) as handle:
+        handle.write("".join(line + "\n" for line in lines))
+
+
+class ParseMethod(str, Enum):
+    beam = "beam"
+    rerank = "rerank"
+
+
+@app.command("parse")
+def parse_command(
+    model: ModelArgument,
+    sentences: SentencesArgument,
+    method: Annotated[
+        ParseMethod, typer.Option(help="beam: the beam search's best tree; rerank: the best proposal.")
+    ] = ParseMethod.beam,
+    proposals: Annotated[Path | None, typer.Option(help="--method rerank: INDEX<TAB>TREE lines.")] = None,
+    pos_tags: PosTagsOption = True,
+    out: Annotated[Path | None, typer.Option(help="Write the trees here instead of printing them.")] = None,
+    action_beam: ActionBeamOption = 100,
+    word_beam: WordBeamOption = 10,
+    fast_track: FastTrackOption = 5,
+    batch_size: BatchSizeOption = 16,
+    progress: ProgressOption = True,
+) -> None:
+    """Parse sentences with a joint model: PTB brackets, one tree per line."""
+    from syntaxlm.inference import BeamSettings, parse, read_proposals
+    from syntaxlm.models import load_model
+    from syntaxlm.trees.ptb import write_trees
+
+    words = _read_sentences(sentences)
+    if method == ParseMethod.rerank and proposals is None:
+        raise typer.BadParameter("--method rerank needs --proposals", param_hint="--proposals")
+    given = (
+        None if proposals is None else read_proposals(proposals, n_sentences=len(words), pos_tags=pos_tags)
+    )
+    trees = parse(
+        load_model(model),
+        words,
+        method=method.value,
+        proposals=given,
+        beam=BeamSettings(action_beam, word_beam, fast_track),
+        batch_size=batch_size,
+        progress=progress,
+    )
+    if out is None:
+        typer.echo("\n".join(tree.to_bracket() for tree in trees))
+    else:
+        write_trees(out, trees)
+
+
+class GenerateFormat(str, Enum):
+    text = "text"
+    trees = "trees"
+    jsonl = "jsonl"
+
+
+@app.command("generate")
+def generate_command(
+    model: ModelArgument,
+    n: Annotated[int, typer.Option("-n", help="How many samples.")] = 10,
+    seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same samples.")] = 0,
+    temperature: Annotated[float, typer.Option(help="Divides the log-probabilities.")] = 1.0,
+    top_k: Annotated[int | None, typer.Option(help="Sample among the k most probable actions.")] = None,
+    top_p: Annotated[float | None, typer.Option(help="Nucleus sampling: the smallest set of mass p.")] = None,
+    max_length: Annotated[int, typer.Option(help="Most tokens (words and tree actions) per sample.")] = 256,
+    format_: Annotated[
+        GenerateFormat, typer.Option("--format", help="text: the words; trees: brackets; jsonl: everything.")
+    ] = GenerateFormat.text,
+    out: Annotated[Path | None, typer.Option(help="Write here instead of printing.")] = None,
+) -> None:
+    """Sample sentences (and, from joint models, their trees: always well-formed)."""
+    from syntaxlm.inference import generate
+    from syntaxlm.models import load_model
+
+    samples = generate(
+        load_model(model),
+        n,
+        seed=seed,
+        temperature=temperature,
+        top_k=top_k,
+        top_p=top_p,
+        max_length=max_length,
+    )
+    if format_ == GenerateFormat.trees and any(s.tree is None for s in samples):
+        raise typer.BadParameter("this model reads words only; it samples no trees", param_hint="--format")
+    if format_ == GenerateFormat.jsonl:
+        lines = [
+            json.dumps(
+                {
+                    "words": s.words,
+                    "tree": None if s.tree is None else s.tree.to_bracket(),
+                    "logprob_nats": s.logprob,
+                    **s.extra,
+                },
+                ensure_ascii=False,
+            )
+            for s in samples
+        ]
+    elif format_ == GenerateFormat.trees:
+        lines = [s.tree.to_bracket() for s in samples]
+    else:
+        lines = [" ".join(s.words) for s in samples]
+    _write_lines(lines, out)
+
+
 # -- report ---------------------------------------------------------------------------------------------
 
 

@@ -1,0 +1,378 @@
+"""Scoring sentences with any model: the user-facing ``Scorer``, ``parse``, and the evaluation adapters.
+
+``Scorer(model, method=...)`` gives word-piece, word and sentence scores under the names researchers
+know from minicons, with the unit and the measure always explicit:
+
+    scorer = Scorer(model)                                    # method="auto"
+    scorer.token_score(sentences, surprisal=True, unit="bits")  # [[(piece, bits), ...], ...]
+    scorer.word_score(sentences)                              # [[(word, nats), ...], ...]
+    scorer.sequence_score(sentences, reduction="sum")         # [log p(sentence), ...]
+    scorer.records(sentences, surprisal=True, unit="bits")    # JSON-able dicts, one per sentence
+
+Methods (``method=``):
+
+- ``"exact"``: words-only models (LM, SCLM, TXL (terminals)): ``log p(x)`` is exact;
+- ``"beam"``: joint models, word-synchronous beam search (``inference.beam``), an approximate
+  marginal over trees (a lower bound on the sentence's probability);
+- ``"gold"``: joint models along given trees (``trees=``): ``log p(x, y)``;
+- ``"proposals"``: joint models over given proposal trees (``proposals=``): ``log Σ_y p(x, y)``;
+- ``"auto"``: exact for words-only models, beam for joint ones.
+
+Token scores are per piece of the model's vocabulary (words for a word vocabulary), word scores
+sum a word's pieces. Scores are prefix probabilities, ``log p(w_i | w_<i)``; with ``eos=True`` an
+end entry ``</s>`` is added: ``log p(end | sentence)`` (``</s>`` and, for joint models, the
+actions that close the tree), so that the entries sum to the probability of the sentence as a
+complete one. ``sequence_score`` includes it unless told not to. Sentences are sequences of words
+(``line.split()``); they are scored in batches of similar length, with a tqdm bar if asked.
+
+The adapters plug a scorer into the evaluations, which never see a model class:
+``syntaxgym_scorer`` (``eval.syntaxgym.suite_region_values``), ``blimp_scorer``
+(``eval.blimp.score_blimp``) and ``perplexity_logprobs`` (``eval.perplexity.perplexity``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from syntaxlm.files import atomic_writer
+from syntaxlm.inference.beam import (
+    PAPER_BEAM,
+    ActionSpace,
+    BeamSettings,
+    InferenceError,
+    SentenceScores,
+    beam_search,
+)
+from syntaxlm.inference.marginal import exact_scores, gold_scores, proposal_scores, rerank
+from syntaxlm.trees.tree import Tree
+
+METHODS = ("auto", "exact", "gold", "beam", "proposals")
+UNITS = ("nats", "bits")
+REDUCTIONS = ("sum", "mean")
+END = "</s>"
+
+Method = Literal["auto", "exact", "gold", "beam", "proposals"]
+Unit = Literal["nats", "bits"]
+
+
+def convert(logprobs: np.ndarray | float, *, surprisal: bool, unit: Unit) -> np.ndarray | float:
+    """Natural-log probabilities as log-probabilities or surprisals (``−log p``), in nats or bits."""
+    if unit not in UNITS:
+        raise InferenceError(f"unit must be one of {', '.join(UNITS)}, got {unit!r}")
+    values = -np.asarray(logprobs, dtype=np.float64) if surprisal else np.asarray(logprobs, dtype=np.float64)
+    if unit == "bits":
+        values = values / math.log(2)
+    return float(values) if values.ndim == 0 else values
+
+
+def measure_name(surprisal: bool, unit: Unit) -> str:
+    """``logprob_nats``, ``surprisal_bits``, ...: what a number is, in result files."""
+    return f"{'surprisal' if surprisal else 'logprob'}_{unit}"
+
+
+class Scorer:
+    """Scores sentences with one model and one method (module docstring).
+
+    ``beam``: the search's settings (the paper's 100/10/5 by default); ``renormalise``: for the
+    gold and proposal methods, renormalise over valid actions as the beam does (default: the
+    model's own distribution, as trained). ``batch_size``: sentences per batch.
+    """
+
+    def __init__(
+        self,
+        model,
+        *,
+        method: Method = "auto",
+        beam: BeamSettings = PAPER_BEAM,
+        renormalise: bool = False,
+        batch_size: int = 16,
+        progress: bool = False,
+    ):
+        if method not in METHODS:
+            raise InferenceError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+        self.model = model
+        self.joint = ActionSpace(model.action_grammar()).tree
+        if method == "auto":
+            method = "beam" if self.joint else "exact"
+        if method == "exact" and self.joint:
+            raise InferenceError(
+                "method 'exact' needs a words-only model; a joint model marginalises: beam, gold or proposals"
+            )
+        if method in ("gold", "proposals") and not self.joint:
+            raise InferenceError(
+                f"method {method!r} needs a joint model of words and trees; this one reads words only"
+            )
+        self.method = method
+        self.beam = beam
+        self.renormalise = renormalise
+        self.batch_size = batch_size
+        self.progress = progress
+
+    # --- the scores -------------------------------------------------------------------------------
+
+    def score(
+        self,
+        sentences: Sequence[Sequence[str]],
+        *,
+        trees: Sequence[Tree] | None = None,
+        proposals: Sequence[Sequence[Tree]] | None = None,
+    ) -> list[SentenceScores]:
+        """Every sentence's ``SentenceScores`` (natural logs) by the scorer's method."""
+        sentences = _sentences(sentences)
+        if self.method == "gold" and trees is None:
+            raise InferenceError("method 'gold' needs trees= (one tree per sentence)")
+        if self.method == "proposals" and proposals is None:
+            raise InferenceError("method 'proposals' needs proposals= (a list of trees per sentence)")
+        options = {"batch_size": self.batch_size, "progress": self.progress}
+        if self.method == "exact":
+            return exact_scores(self.model, sentences, **options)
+        if self.method == "beam":
+            return beam_search(self.model, sentences, self.beam, **options)
+        if self.method == "gold":
+            return gold_scores(self.model, sentences, list(trees), renormalise=self.renormalise, **options)
+        return proposal_scores(
+            self.model, sentences, list(proposals), renormalise=self.renormalise, **options
+        )
+
+    def token_score(
+        self, sentences, *, surprisal: bool = False, unit: Unit = "nats", eos: bool = False, **given
+    ) -> list[list[tuple[str, float]]]:
+        """Per sentence, ``(piece, value)`` for every piece (and ``</s>`` with ``eos``)."""
+        return [
+            _pairs(s.pieces, s.piece_logprobs, s.end_logprob, surprisal, unit, eos)
+            for s in self.score(sentences, **given)
+        ]
+
+    def word_score(
+        self, sentences, *, surprisal: bool = False, unit: Unit = "nats", eos: bool = False, **given
+    ) -> list[list[tuple[str, float]]]:
+        """Per sentence, ``(word, value)`` for every word (its pieces summed; ``</s>`` with ``eos``)."""
+        return [
+            _pairs(s.words, s.word_logprobs, s.end_logprob, surprisal, unit, eos)
+            for s in self.score(sentences, **given)
+        ]
+
+    def sequence_score(
+        self,
+        sentences,
+        *,
+        reduction: Literal["sum", "mean"],
+        surprisal: bool = False,
+        unit: Unit = "nats",
+        eos: bool = True,
+        **given,
+    ) -> list[float]:
+        """Per sentence, the sum or the mean over its words (and the end, with ``eos``) of the
+        log-probabilities or surprisals. ``reduction="sum"`` with ``eos=True`` is ``log p(sentence)``."""
+        if reduction not in REDUCTIONS:
+            raise InferenceError(f"reduction must be one of {', '.join(REDUCTIONS)}, got {reduction!r}")
+        out = []
+        for s in self.score(sentences, **given):
+            values = np.append(s.word_logprobs, s.end_logprob) if eos else s.word_logprobs
+            total = values.sum() if reduction == "sum" else values.mean()
+            out.append(float(convert(total, surprisal=surprisal, unit=unit)))
+        return out
+
+    def records(
+        self, sentences, *, surprisal: bool = True, unit: Unit = "bits", eos: bool = False, **given
+    ) -> list[dict[str, Any]]:
+        """One JSON-able dict per sentence (``scores_record``)."""
+        return [
+            scores_record(s, index=i, surprisal=surprisal, unit=unit, eos=eos)
+            for i, s in enumerate(self.score(sentences, **given))
+        ]
+
+
+def _sentences(sentences) -> list[list[str]]:
+    if isinstance(sentences, str):
+        raise TypeError("sentences must be a sequence of sentences, each a sequence of words")
+    out = []
+    for i, sentence in enumerate(sentences):
+        if isinstance(sentence, str):
+            raise TypeError(
+                f"sentence {i} is a string; give each sentence as a sequence of words (line.split())"
+            )
+        out.append(list(sentence))
+    return out
+
+
+def _pairs(tokens, logprobs, end, surprisal, unit, eos) -> list[tuple[str, float]]:
+    values = np.append(logprobs, end) if eos else np.asarray(logprobs)
+    converted = convert(values, surprisal=surprisal, unit=unit)
+    names = [*tokens, END] if eos else list(tokens)
+    return [(name, float(value)) for name, value in zip(names, converted)]
+
+
+def scores_record(
+    scores: SentenceScores, *, index: int, surprisal: bool = True, unit: Unit = "bits", eos: bool = False
+) -> dict[str, Any]:
+    """A sentence's scores as a JSON-able dict; every number's key says measure and unit, e.g.
+    ``word_surprisal_bits``. ``end_*`` is the end entry (``</s>``, closing actions), counted in
+    ``sentence_*`` only with ``eos``."""
+    name = measure_name(surprisal, unit)
+    words = scores.word_logprobs
+    total = scores.logprob if eos else scores.prefix_logprob
+    record: dict[str, Any] = {
+        "sentence": index,
+        "method": scores.method,
+        "eos": eos,
+        "words": list(scores.words),
+        f"word_{name}": _floats(convert(words, surprisal=surprisal, unit=unit)),
+        "pieces": list(scores.pieces),
+        f"piece_{name}": _floats(convert(scores.piece_logprobs, surprisal=surprisal, unit=unit)),
+        f"end_{name}": _float(convert(scores.end_logprob, surprisal=surprisal, unit=unit)),
+        f"sentence_{name}": _float(convert(total, surprisal=surprisal, unit=unit)),
+    }
+    if scores.tree is not None:
+        record["tree"] = scores.tree.to_bracket()
+        record["tree_logprob_nats"] = _float(scores.tree_logprob)
+    if scores.details:
+        record["details"] = {k: v for k, v in scores.details.items() if k != "tree_logprobs"}
+    return record
+
+
+def _float(value: float) -> float | None:
+    """JSON has no infinities: −inf and nan are written as null."""
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _floats(values: Iterable[float]) -> list[float | None]:
+    return [_float(v) for v in values]
+
+
+def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
+    """Write records as JSON lines, atomically; returns the count."""
+    count = 0
+    with atomic_writer(path) as handle:
+        for count, record in enumerate(records, 1):
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return count
+
+
+# --- parsing -----------------------------------------------------------------------------------------
+
+
+def parse(
+    model,
+    sentences: Sequence[Sequence[str]],
+    *,
+    method: Literal["beam", "rerank"] = "beam",
+    proposals: Sequence[Sequence[Tree]] | None = None,
+    beam: BeamSettings = PAPER_BEAM,
+    batch_size: int = 16,
+    progress: bool = False,
+) -> list[Tree]:
+    """A tree per sentence: the beam search's best complete tree (``"beam"``), or the proposal
+    with the highest ``p(x, y)`` (``"rerank"``, TG §3.2; needs ``proposals``)."""
+    if not ActionSpace(model.action_grammar()).tree:
+        raise InferenceError("this model reads words only; it has no trees to parse with")
+    sentences = _sentences(sentences)
+    if method == "rerank":
+        if proposals is None:
+            raise InferenceError("method 'rerank' needs proposals= (a list of trees per sentence)")
+        return rerank(model, sentences, list(proposals), batch_size=batch_size, progress=progress)
+    if method != "beam":
+        raise InferenceError(f"method must be 'beam' or 'rerank', got {method!r}")
+    trees = []
+    for i, scores in enumerate(beam_search(model, sentences, beam, batch_size=batch_size, progress=progress)):
+        if scores.tree is None:
+            raise InferenceError(f"sentence {i}: the beam search found no complete tree")
+        trees.append(scores.tree)
+    return trees
+
+
+# --- adapters for the evaluations -----------------------------------------------------------------------
+
+
+def syntaxgym_scorer(scorer: Scorer, *, eos: bool = False):
+    """A ``TokenScorer`` for ``eval.syntaxgym.suite_region_values`` and its ``TokenizerConvention``.
+
+    Suite sentences are space-separated words; each word is one token whose log-probability sums
+    its pieces, so tokens match the region text exactly. ``eos=True`` adds ``</s>`` as a suffix
+    token (the end of the sentence, in the last region).
+    """
+    from syntaxlm.eval.syntaxgym import ScoredTokens, TokenizerConvention
+
+    def score(sentences: Sequence[str]) -> list[ScoredTokens]:
+        results = scorer.score([sentence.split() for sentence in sentences])
+        out = []
+        for s in results:
+            tokens, values = list(s.words), list(s.word_logprobs)
+            if eos:
+                tokens.append(END)
+                values.append(s.end_logprob)
+            out.append(ScoredTokens(tokens=tokens, logprobs=values))
+        return out
+
+    convention = TokenizerConvention(suffix_tokens=frozenset({END}) if eos else frozenset())
+    return score, convention
+
+
+_CLITIC = re.compile(r"(?i)^(.+?)(n't|'s|'re|'ve|'ll|'d|'m)$")
+_EDGE_PUNCTUATION = ".,!?;:\"'()"
+
+
+def ptb_tokens(text: str) -> list[str]:
+    """A sentence split roughly as the Penn Treebank does: punctuation off the edges of words
+    and clitics off their hosts (``don't`` → ``do n't``, ``cat's`` → ``cat 's``)."""
+    tokens: list[str] = []
+    for chunk in text.split():
+        before: list[str] = []
+        after: list[str] = []
+        while chunk and chunk[0] in _EDGE_PUNCTUATION:
+            before.append(chunk[0])
+            chunk = chunk[1:]
+        while chunk and chunk[-1] in _EDGE_PUNCTUATION:
+            after.append(chunk[-1])
+            chunk = chunk[:-1]
+        middle = [chunk] if chunk else []
+        match = _CLITIC.match(chunk) if chunk else None
+        if match:
+            middle = [match.group(1), match.group(2)]
+        tokens.extend([*before, *middle, *reversed(after)])
+    return tokens
+
+
+def blimp_scorer(scorer: Scorer, *, tokenize: Callable[[str], list[str]] = ptb_tokens):
+    """A ``SentenceScorer`` for ``eval.blimp.score_blimp``: each sentence's full log-probability
+    (its words and the end), after ``tokenize`` (PTB-like splitting by default)."""
+
+    def score(sentences: Sequence[str]) -> list[float]:
+        return scorer.sequence_score([tokenize(s) for s in sentences], reduction="sum", eos=True)
+
+    return score
+
+
+def perplexity_logprobs(
+    scorer: Scorer, sentences: Sequence[Sequence[str]], *, count_eos: bool, **given
+) -> tuple[list[np.ndarray], dict[str, Any]]:
+    """Per-sentence word log-probabilities (with the end entry last when ``count_eos``) and the
+    ``marginalisation`` metadata, for ``eval.perplexity.perplexity``."""
+    scores = scorer.score(sentences, **given)
+    logprobs = [np.append(s.word_logprobs, s.end_logprob) if count_eos else s.word_logprobs for s in scores]
+    bound = {
+        "exact": "exact",
+        "gold": "upper bound (one tree)",
+        "proposals": "upper bound (proposal trees)",
+        "beam": "approximate (beam search; an upper bound for the renormalised model)",
+    }[scorer.method]
+    metadata: dict[str, Any] = {"method": scorer.method, "perplexity": bound}
+    if scorer.method == "beam":
+        settings = scorer.beam
+        metadata |= {
+            "action_beam": settings.action_beam,
+            "word_beam": settings.word_beam,
+            "fast_track": settings.fast_track,
+            "renormalised": settings.renormalise,
+        }
+    elif scorer.method in ("gold", "proposals"):
+        metadata["renormalised"] = scorer.renormalise
+    return logprobs, metadata

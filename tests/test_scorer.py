@@ -1,0 +1,299 @@
+"""The user-facing scorer (inference/scorer.py): units, measures, reductions, the end entry, methods;
+result records; the adapters that let the SyntaxGym, BLiMP and perplexity evaluations score any
+model; and the ``score``, ``parse`` and ``generate`` commands, round trip."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from syntaxlm.cli import app
+from syntaxlm.data.synthetic import write_synthetic_treebank
+from syntaxlm.errors import SyntaxlmError
+from syntaxlm.eval.blimp import MinimalPair, score_blimp
+from syntaxlm.eval.perplexity import perplexity
+from syntaxlm.eval.syntaxgym import evaluate_suite, load_suite, suite_region_values
+from syntaxlm.inference import (
+    BeamSettings,
+    Scorer,
+    blimp_scorer,
+    parse,
+    perplexity_logprobs,
+    syntaxgym_scorer,
+    write_jsonl,
+)
+from syntaxlm.inference.scorer import ptb_tokens, scores_record
+from syntaxlm.models import build_model
+from syntaxlm.text.build import build_vocabulary
+from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
+from syntaxlm.trees.ptb import TreeReader, read_trees
+from tests.test_beam import TINY, ToyModel
+
+SMALL_BEAM = BeamSettings(12, 4, 2)
+
+
+def test_units_measures_reductions_and_the_end():
+    scorer = Scorer(ToyModel("rnng", seed=1), beam=SMALL_BEAM)
+    sentences = [["x", "y"], ["z", "x", "y"]]
+    scores = scorer.score(sentences)
+    nats = scorer.word_score(sentences)
+    bits = scorer.word_score(sentences, surprisal=True, unit="bits", eos=True)
+    for s, n, b in zip(scores, nats, bits):
+        assert [w for w, _ in n] == list(s.words) and [w for w, _ in b] == [*s.words, "</s>"]
+        np.testing.assert_allclose([v for _, v in n], s.word_logprobs)
+        np.testing.assert_allclose([v for _, v in b][:-1], -s.word_logprobs / math.log(2))
+        assert b[-1][1] == pytest.approx(-s.end_logprob / math.log(2))
+    pieces = scorer.token_score(sentences, eos=True)
+    assert [p for p, _ in pieces[0]] == ["x", "y", "</s>"]
+    total = scorer.sequence_score(sentences, reduction="sum")
+    assert total == pytest.approx([s.logprob for s in scores])
+    prefix = scorer.sequence_score(sentences, reduction="sum", eos=False)
+    assert prefix == pytest.approx([s.prefix_logprob for s in scores])
+    mean_bits = scorer.sequence_score(sentences, reduction="mean", surprisal=True, unit="bits")
+    assert mean_bits[1] == pytest.approx(-scores[1].logprob / 4 / math.log(2))
+    assert scores[0].method == "beam" and Scorer(ToyModel("words")).method == "exact"
+    with pytest.raises(TypeError):
+        scorer.sequence_score(sentences)  # the reduction is always said
+    with pytest.raises(ValueError, match="reduction"):
+        scorer.sequence_score(sentences, reduction="max")
+    with pytest.raises(ValueError, match="unit"):
+        scorer.word_score(sentences, unit="bans")
+    with pytest.raises(TypeError, match="string"):
+        scorer.score(["x y"])
+
+
+def test_methods_and_what_they_need():
+    joint, words = ToyModel("choe-charniak", seed=2), ToyModel("words", seed=2)
+    with pytest.raises(ValueError, match="words-only"):
+        Scorer(joint, method="exact")
+    with pytest.raises(ValueError, match="joint model"):
+        Scorer(words, method="gold")
+    with pytest.raises(ValueError, match="needs trees"):
+        Scorer(joint, method="gold").score([["x"]])
+    with pytest.raises(ValueError, match="needs proposals"):
+        Scorer(joint, method="proposals").score([["x"]])
+    from syntaxlm.trees.tree import Tree
+
+    tree = Tree.from_bracket("(A x (B y))")
+    gold = Scorer(joint, method="gold").score([["x", "y"]], trees=[tree])[0]
+    proposals = Scorer(joint, method="proposals").score(
+        [["x", "y"]], proposals=[[tree, Tree("B", ["x", "y"])]]
+    )[0]
+    assert gold.logprob < proposals.logprob and gold.tree == tree
+    exact = Scorer(words).score([["x", "y"]])[0]
+    beam = Scorer(words, method="beam").score([["x", "y"]])[0]
+    assert exact.logprob == pytest.approx(beam.logprob, abs=1e-6)
+
+
+def test_records_name_their_measure_and_unit(tmp_path):
+    scorer = Scorer(ToyModel("choe-charniak", seed=3), beam=SMALL_BEAM)
+    records = scorer.records([["x", "y", "z"]], surprisal=True, unit="bits", eos=True)
+    record = records[0]
+    assert {
+        "word_surprisal_bits",
+        "piece_surprisal_bits",
+        "end_surprisal_bits",
+        "sentence_surprisal_bits",
+    } <= set(record)
+    assert record["eos"] is True and record["method"] == "beam" and record["tree"].startswith("(")
+    assert record["sentence_surprisal_bits"] == pytest.approx(
+        sum(record["word_surprisal_bits"]) + record["end_surprisal_bits"]
+    )
+    logprob = scores_record(scorer.score([["x"]])[0], index=4, surprisal=False, unit="nats")
+    assert logprob["sentence"] == 4 and "word_logprob_nats" in logprob
+    path = tmp_path / "scores.jsonl"
+    assert write_jsonl(path, records + [logprob]) == 2
+    assert [json.loads(line)["sentence"] for line in path.read_text().splitlines()] == [0, 4]
+
+
+def test_ptb_tokens():
+    assert ptb_tokens('The cats don\'t sleep, "really".') == [
+        "The",
+        "cats",
+        "do",
+        "n't",
+        "sleep",
+        ",",
+        '"',
+        "really",
+        '"',
+        ".",
+    ]
+    assert ptb_tokens("Who's there?") == ["Who", "'s", "there", "?"]
+
+
+# --- the evaluations through the adapters, on tiny real models ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("scorer")
+    write_synthetic_treebank(folder / "data", sentences=120, seed=0, items_per_suite=4)
+    vocab = build_vocabulary(folder / "data" / "train.trees", folder / "words", kind="word")
+    trees = list(TreeReader(folder / "data" / "dev.trees", cleaning=CHOE_CHARNIAK_CLEANING))
+    models = {}
+    for name in ("tg", "plm", "lm"):
+        torch.manual_seed(0)
+        models[name] = build_model({"model": name, **TINY}, {"vocab": vocab}).eval()
+        models[name].save_pretrained(folder / name)
+    short = sorted(trees, key=lambda t: len(t.leaves()))[:3]
+    return {"folder": folder, "models": models, "trees": short}
+
+
+@pytest.mark.parametrize("name", ["tg", "lm"])
+def test_syntaxgym_suites_score_with_any_model(tiny, name):
+    scorer = Scorer(tiny["models"][name], beam=SMALL_BEAM)
+    suite = load_suite(min((tiny["folder"] / "data" / "suites").glob("*.json")))
+    token_scorer, convention = syntaxgym_scorer(scorer)
+    values = suite_region_values(suite, token_scorer, convention)
+    item = suite.items[0]
+    condition = next(iter(item.regions))
+    expected = scorer.word_score([item.sentence(condition).split()], surprisal=True, unit="bits")[0]
+    assert sum(values.values[item.item_number][condition]) == pytest.approx(sum(v for _, v in expected))
+    result = evaluate_suite(suite, values.values)
+    assert 0 <= result.accuracy_pred0 <= 1
+
+
+def test_blimp_and_perplexity_score_with_any_model(tiny):
+    scorer = Scorer(tiny["models"]["plm"], beam=SMALL_BEAM)
+    pairs = [
+        MinimalPair("p", 0, "The man sees him.", "The man see him.", "anaphor_agreement", "syntax"),
+        MinimalPair("p", 1, "Who's here?", "Who here's?", "anaphor_agreement", "syntax"),
+    ]
+    result = score_blimp(pairs, blimp_scorer(scorer), batch_size=3)
+    expected = scorer.sequence_score([ptb_tokens("The man sees him.")], reduction="sum")[0]
+    assert result.pairs[0].logprob_good == pytest.approx(expected)
+    sentences = [t.leaves() for t in tiny["trees"]]
+    for method, given in (("beam", {}), ("gold", {"trees": tiny["trees"]})):
+        logprobs, metadata = perplexity_logprobs(
+            Scorer(tiny["models"]["plm"], method=method, beam=SMALL_BEAM), sentences, count_eos=True, **given
+        )
+        assert metadata["method"] == method and [len(x) for x in logprobs] == [len(s) + 1 for s in sentences]
+        ppl = perplexity(logprobs, count_eos=True, marginalisation=metadata)
+        assert ppl.n_words == sum(map(len, sentences)) and ppl.perplexity > 1
+
+
+def test_parse(tiny):
+    model, trees = tiny["models"]["tg"], tiny["trees"]
+    sentences = [t.leaves() for t in trees]
+    beam = parse(model, sentences, beam=SMALL_BEAM)
+    assert [t.leaves() for t in beam] == sentences
+    flat = [type(t)(t.label, t.leaves()) for t in trees]
+    reranked = parse(model, sentences, method="rerank", proposals=[[t, f] for t, f in zip(trees, flat)])
+    assert all(r in (t, f) for r, t, f in zip(reranked, trees, flat))
+    with pytest.raises(ValueError, match="words only"):
+        parse(tiny["models"]["lm"], sentences)
+
+
+# --- the command line ----------------------------------------------------------------------------------------
+
+
+def invoke(*args):
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result.output
+
+
+def test_score_parse_generate_commands(tiny, tmp_path):
+    folder, trees = tiny["folder"], tiny["trees"]
+    text = tmp_path / "sentences.txt"
+    text.write_text("".join(" ".join(t.leaves()) + "\n" for t in trees))
+    table = invoke("score", folder / "lm", text, "--no-progress", "--eos").splitlines()
+    assert table[0] == "sentence\tword\ttoken\tsurprisal_bits"
+    assert len(table) == 1 + sum(len(t.leaves()) + 1 for t in trees)
+    expected = Scorer(tiny["models"]["lm"]).word_score([trees[0].leaves()], surprisal=True, unit="bits")[0]
+    assert float(table[1].split("\t")[3]) == pytest.approx(expected[0][1])
+
+    out = tmp_path / "scores.jsonl"
+    gold = tmp_path / "gold.trees"
+    gold.write_text("".join(t.to_bracket() + "\n" for t in trees))
+    invoke(
+        "score",
+        folder / "plm",
+        text,
+        "--method",
+        "gold",
+        "--trees",
+        gold,
+        "--no-pos-tags",
+        "--format",
+        "jsonl",
+        "--out",
+        out,
+        "--unit",
+        "nats",
+        "--no-progress",
+    )
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["words"] for r in records] == [t.leaves() for t in trees] and records[0]["method"] == "gold"
+    assert "word_surprisal_nats" in records[0]
+
+    proposals = tmp_path / "proposals.txt"
+    proposals.write_text(
+        "".join(
+            f"{i}\t{t.to_bracket()}\n{i}\t({t.label} {' '.join(t.leaves())})\n" for i, t in enumerate(trees)
+        )
+    )
+    parsed = tmp_path / "parsed.trees"
+    invoke(
+        "parse",
+        folder / "tg",
+        text,
+        "--method",
+        "rerank",
+        "--proposals",
+        proposals,
+        "--no-pos-tags",
+        "--out",
+        parsed,
+        "--no-progress",
+    )
+    assert [t.leaves() for t in read_trees(parsed, pos_tags=False)] == [t.leaves() for t in trees]
+    beam = invoke(
+        "parse", folder / "plm", text, "--action-beam", "12", "--word-beam", "4", "--no-progress"
+    ).splitlines()
+    assert len(beam) == len(trees) and all(line.startswith("(") for line in beam)
+
+    samples = invoke(
+        "generate", folder / "tg", "-n", "3", "--max-length", "20", "--format", "jsonl", "--seed", "3"
+    ).splitlines()
+    assert len(samples) == 3 and all(json.loads(s)["tree"].startswith("(") for s in samples)
+    assert (
+        invoke(
+            "generate", folder / "tg", "-n", "3", "--max-length", "20", "--format", "jsonl", "--seed", "3"
+        ).splitlines()
+        == samples
+    )
+    words = invoke("generate", folder / "lm", "-n", "2", "--max-length", "10", "--top-k", "5").splitlines()
+    assert len(words) == 2 and all(len(line.split()) <= 9 for line in words)
+
+
+def test_command_errors_are_one_clear_line(tiny, tmp_path):
+    text = tmp_path / "sentences.txt"
+    text.write_text("a b\n\nc\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "syntaxlm", "score", str(tiny["folder"] / "lm"), str(text), "--no-progress"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (
+        result.returncode == 2
+        and result.stderr.strip()
+        == f"error: {text}:2: empty line; expected a sentence: words separated by spaces"
+    )
+    text.write_text("a b\n")
+    missing = CliRunner().invoke(app, ["parse", str(tmp_path), str(text)])
+    assert missing.exit_code != 0 and "config.json" in str(missing.exception)
+    # Misuse is a library error too, which the entry point prints as one line.
+    misuse = CliRunner().invoke(app, ["score", str(tiny["folder"] / "tg"), str(text), "--method", "exact"])
+    assert isinstance(misuse.exception, SyntaxlmError) and "words-only model" in str(misuse.exception)
+    words_only = CliRunner().invoke(app, ["parse", str(tiny["folder"] / "lm"), str(text)])
+    assert isinstance(words_only.exception, SyntaxlmError)

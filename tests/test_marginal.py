@@ -178,9 +178,7 @@ def test_gold_score_is_minus_the_training_loss(tiny, name):
     assert sum(s.logprob for s in scores) == pytest.approx(-loss, rel=1e-5)
     words = model.word_logprobs([t.leaves() for t in trees], trees=trees)
     for score, per_word in zip(scores, words):
-        assert score.logprob == pytest.approx(
-            float(per_word.sum()) + (score.end_logprob if name.startswith("plm") else 0), abs=1e-3
-        )
+        assert score.logprob == pytest.approx(float(per_word.sum()) + score.end_logprob, abs=1e-3)
         assert score.tree_logprob == pytest.approx(score.logprob)
 
 

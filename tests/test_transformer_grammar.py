@@ -131,12 +131,14 @@ def test_word_logprobs_add_up_to_the_loss(vocab, trees, model_name):
     sentences = [tree.leaves() for tree in trees]
     given = None if model_name == "txl-terminals" else trees
     scores = model.word_logprobs(sentences, trees=given, eos=True)
-    assert [len(s) for s in scores] == [len(w) + (model_name == "txl-terminals") for w in sentences]
+    assert [len(s) for s in scores] == [len(w) + 1 for w in sentences]
     with torch.no_grad():
         out = model.loss(_one_batch(model, trees))
     total = sum(float(s.sum()) for s in scores)
     assert total == pytest.approx(-float(out.sums["lm"]), rel=1e-5)
-    assert all((s < 0).all() for s in scores)
+    assert all((s[:-1] < 0).all() for s in scores)
+    without_end = model.word_logprobs(sentences, trees=given)
+    assert all(torch.equal(a, b[:-1]) for a, b in zip(without_end, scores, strict=True))
 
 
 def test_joint_models_need_trees_to_score_words(vocab, trees):

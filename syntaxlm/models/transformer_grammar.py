@@ -59,7 +59,7 @@ from syntaxlm.structure.tg import (
     stack_compose_mask,
     tree_sequences,
 )
-from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID
+from syntaxlm.text.base import BOS_ID, PAD_ID
 from syntaxlm.text.symbols import closing_nonterminal
 from syntaxlm.trees.tree import Tree
 
@@ -294,11 +294,12 @@ class TransformerGrammar(SyntacticLM):
     ) -> list[Tensor]:
         """Natural-log probability of every word given its prefix.
 
-        TXL (terminals) reads words only: exact ``log p(w_i | w_<i)``; ``eos=True`` appends
-        ``log p(</s> | sentence)`` as a last entry. TG and TXL (trees) are joint models of words and
-        trees: with ``trees=`` each word gets the log-probability of its pieces *and* of the tree
-        actions since the previous word under that tree (actions after the last word go to the last
-        word), so a sentence's entries sum to ``log p(x, y)``.
+        TXL (terminals) reads words only: exact ``log p(w_i | w_<i)``. TG and TXL (trees) are joint
+        models of words and trees: with ``trees=`` each word gets the log-probability of its pieces
+        *and* of the tree actions since the previous word under that tree. ``eos=True`` appends an
+        end entry: ``log p(</s> | sentence)`` for TXL (terminals), the closers after the last word
+        for the joint models (so a sentence's entries then sum to ``log p(x, y)``), as the action
+        LMs and ``syntaxlm.inference`` do.
         """
         sentences = [list(words) for words in sentences]
         if self.variant == "txl-terminals":
@@ -328,11 +329,10 @@ class TransformerGrammar(SyntacticLM):
             seen = np.maximum.accumulate(np.where(word >= 0, word, -1))
             owner = np.where(word >= 0, word, seen + 1)
             n = len(words)
-            is_eos = has_label & (sequence.labels == EOS_ID) & (self.variant == "txl-terminals")
+            # Owner n is the end entry: </s> (TXL (terminals)) or the closers after the last word.
             sums = np.zeros(n + 1)
-            np.add.at(sums, np.minimum(owner[has_label & ~is_eos], n - 1), values[has_label & ~is_eos])
-            sums[n] = values[is_eos].sum()
-            results.append(torch.tensor(sums if eos and self.variant == "txl-terminals" else sums[:n]))
+            np.add.at(sums, owner[has_label], values[has_label])
+            results.append(torch.tensor(sums if eos else sums[:n]))
         return results
 
     # --- search and sampling ---------------------------------------------------------------------

@@ -480,18 +480,44 @@ OutOption = Annotated[Path | None, typer.Option(help="Also write the result JSON
 def eval_sg(
     suite: Annotated[Path, typer.Argument(help="A SyntaxGym suite JSON file.")],
     region_values: Annotated[
-        Path,
+        Path | None,
         typer.Option(help="Per item, per condition, a list of region values (surprisal in bits), as JSON."),
-    ],
+    ] = None,
+    model: Annotated[
+        Path | None, typer.Option(help="Instead: a saved model folder whose surprisals are scored.")
+    ] = None,
+    method: Annotated[
+        str,
+        typer.Option(help="--model: auto (exact for words-only models, beam for joint ones), beam, exact."),
+    ] = "auto",
     as_json: JsonOption = False,
     out: OutOption = None,
 ) -> None:
-    """Score precomputed region values on a suite: per prediction and item, and suite accuracy."""
+    """Score a suite: region values computed elsewhere, or a model's own surprisals (--model)."""
     from syntaxlm.eval.syntaxgym import format_suite_result, score_region_values
 
-    result = score_region_values(suite, region_values)
-    inputs = {"suite": suite, "region_values": region_values}
-    _emit("syntaxgym", result, as_json, out, format_suite_result(result), inputs)
+    if (region_values is None) == (model is None):
+        raise typer.BadParameter("give one of --region-values and --model", param_hint="--model")
+    if region_values is not None:
+        result = score_region_values(suite, region_values)
+        inputs = {"suite": suite, "region_values": region_values}
+        _emit("syntaxgym", result, as_json, out, format_suite_result(result), inputs)
+        return
+    from syntaxlm.eval.syntaxgym import evaluate_suite, load_suite, suite_region_values
+    from syntaxlm.inference import Scorer
+    from syntaxlm.inference.scorer import syntaxgym_scorer
+    from syntaxlm.models import load_model
+
+    loaded = load_suite(suite)
+    scorer, convention = syntaxgym_scorer(Scorer(load_model(model), method=method))
+    values = suite_region_values(loaded, scorer, convention, progress=True)
+    result = {
+        **evaluate_suite(loaded, values.values).to_json(),
+        "warnings": values.warnings,
+        "method": method,
+    }
+    inputs = {"suite": suite, "model": model / "model.safetensors"}
+    _emit("syntaxgym", result, as_json, out, format_suite_result(result), inputs, {"method": method})
 
 
 @eval_app.command("parse")

@@ -116,3 +116,23 @@ def test_eval_sg_bad_suite_names_the_problem(tmp_path):
     result = run("eval", "sg", suite, "--region-values", values)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert str(suite) in result.stderr
+
+
+def test_eval_sg_with_a_saved_model(tmp_path):
+    from syntaxlm.data.synthetic import write_synthetic_treebank
+    from syntaxlm.models import build_model
+    from syntaxlm.text.build import build_vocabulary
+
+    write_synthetic_treebank(tmp_path / "data", sentences=200, seed=0)
+    suite = min((tmp_path / "data" / "suites").glob("*.json"))
+    vocab = build_vocabulary(tmp_path / "data" / "train.trees", tmp_path / "vocab", min_freq=1)
+    config = {"model": "txl-terminals", "d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 16}
+    build_model(config, {"vocab": vocab}).save_pretrained(tmp_path / "model")
+    result = run("eval", "sg", suite, "--model", tmp_path / "model", "--json", "--out", tmp_path / "sg.json")
+    assert result.returncode == 0, result.stderr
+    scored = json.loads(result.stdout)
+    assert scored["n_items"] > 0 and 0 <= scored["accuracy_pred0"] <= 1
+    saved = json.loads((tmp_path / "sg.json").read_text())
+    assert saved["options"]["method"] == "auto"
+    neither = run("eval", "sg", suite)
+    assert neither.returncode == 2 and "one of --region-values and --model" in neither.stderr

@@ -50,13 +50,17 @@ class Block(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor, *, compose: Tensor | None = None, **attention) -> Tensor:
         memory = attention.pop("memory", None)
+        h = self.attention_norm(x) if self.pre_ln else x
+        if self.pre_ln and memory is not None:
+            memory = self.attention_norm(memory)
+        return self._residuals(x, self._attend(h, mask, compose, memory, attention))
+
+    def _residuals(self, x: Tensor, attended: Tensor) -> Tensor:
+        """The attention output added back, then the feed-forward sub-layer (pre- or post-LN)."""
         if self.pre_ln:
-            h = self.attention_norm(x)
-            if memory is not None:
-                memory = self.attention_norm(memory)
-            x = x + self.dropout(self._attend(h, mask, compose, memory, attention))
+            x = x + self.dropout(attended)
             return x + self.dropout(self.ff(self.ff_norm(x)))
-        x = self.attention_norm(x + self.dropout(self._attend(x, mask, compose, memory, attention)))
+        x = self.attention_norm(x + self.dropout(attended))
         return self.ff_norm(x + self.dropout(self.ff(x)))
 
     def _attend(self, x, mask, compose, memory, attention, cache=None) -> Tensor:
@@ -83,43 +87,20 @@ class Block(nn.Module):
                 k, v = torch.cat([cache[i][0], k], dim=2), torch.cat([cache[i][1], v], dim=2)
             grown.append((k, v))
         attended = self._attend(h, mask, compose, None, attention, cache=grown)
-        if self.pre_ln:
-            x = x + self.dropout(attended)
-            return x + self.dropout(self.ff(self.ff_norm(x))), grown
-        x = self.attention_norm(x + self.dropout(attended))
-        return self.ff_norm(x + self.dropout(self.ff(x))), grown
+        return self._residuals(x, attended), grown
 
 
 class TransformerStack(nn.Module):
     """``n_layers`` blocks; returns the last hidden states and each layer's input (for memory)."""
 
-    def __init__(
-        self,
-        n_layers: int,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float,
-        *,
-        attention_dropout: float = 0.0,
-        relative: bool = True,
-        pre_ln: bool = False,
-        separate_compose: bool = False,
-    ):
+    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float, **block_options):
+        """``block_options``: ``Block``'s keyword options (attention_dropout, relative, pre_ln,
+        separate_compose), the same for every layer."""
         super().__init__()
         self.blocks = nn.ModuleList(
-            Block(
-                d_model,
-                n_heads,
-                d_ff,
-                dropout,
-                attention_dropout=attention_dropout,
-                relative=relative,
-                pre_ln=pre_ln,
-                separate_compose=separate_compose,
-            )
-            for _ in range(n_layers)
+            Block(d_model, n_heads, d_ff, dropout, **block_options) for _ in range(n_layers)
         )
+        pre_ln = block_options.get("pre_ln", False)
         self.final_norm = nn.LayerNorm(d_model) if pre_ln else nn.Identity()
 
     def forward(

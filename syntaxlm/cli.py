@@ -800,8 +800,10 @@ def _write_lines(lines: list[str], out: Path | None) -> None:
 
 
 class ParseMethod(str, Enum):
+    auto = "auto"
     beam = "beam"
     rerank = "rerank"
+    induced = "induced"
 
 
 @app.command("parse")
@@ -809,8 +811,12 @@ def parse_command(
     model: ModelArgument,
     sentences: SentencesArgument,
     method: Annotated[
-        ParseMethod, typer.Option(help="beam: the beam search's best tree; rerank: the best proposal.")
-    ] = ParseMethod.beam,
+        ParseMethod,
+        typer.Option(
+            help="beam: the beam search's best tree; rerank: the best proposal; induced: the binary tree "
+            "of a structure-inducing model (PRPN, SOM); auto: induced where the model has one, else beam."
+        ),
+    ] = ParseMethod.auto,
     proposals: Annotated[Path | None, typer.Option(help="--method rerank: INDEX<TAB>TREE lines.")] = None,
     pos_tags: PosTagsOption = True,
     out: Annotated[Path | None, typer.Option(help="Write the trees here instead of printing them.")] = None,
@@ -820,7 +826,7 @@ def parse_command(
     batch_size: BatchSizeOption = 16,
     progress: ProgressOption = True,
 ) -> None:
-    """Parse sentences with a joint model: PTB brackets, one tree per line."""
+    """Parse sentences with a joint or structure-inducing model: PTB brackets, one tree per line."""
     from syntaxlm.inference import BeamSettings, parse, read_proposals
     from syntaxlm.models import load_model
     from syntaxlm.trees.ptb import write_trees

@@ -190,6 +190,8 @@ def test_parse(tiny):
     assert all(r in (t, f) for r, t, f in zip(reranked, trees, flat))
     with pytest.raises(ValueError, match="words only"):
         parse(tiny["models"]["lm"], sentences)
+    with pytest.raises(ValueError, match="tg does not induce trees"):
+        parse(model, sentences, method="induced")
 
 
 # --- the command line ----------------------------------------------------------------------------------------

@@ -39,10 +39,18 @@ def write(tmp_path: Path, text: str, name: str = "recipe.yaml") -> Path:
 # --- the recipes ------------------------------------------------------------------------------------
 
 
-def test_every_model_has_a_tiny_a_ptb_and_a_bllip_recipe():
-    assert {path.stem for path in RECIPES} == {
-        f"{m}-{s}" for m in MODEL_NAMES for s in ("tiny", "ptb", "bllip")
-    }
+# The transformer family is trained on PTB and BLLIP in its papers; the others on PTB or UD EWT.
+SCALES = ("tiny", "ptb", "bllip", "ewt")
+
+
+def test_every_model_has_a_tiny_recipe_and_one_on_real_data():
+    names = {path.stem for path in RECIPES}
+    for model in MODEL_NAMES:
+        assert f"{model}-tiny" in names, model
+        assert any(f"{model}-{scale}" in names for scale in SCALES[1:]), model
+    for name in names:
+        model, scale = name.rsplit("-", 1)
+        assert model in MODEL_NAMES and scale in SCALES, name
 
 
 @pytest.mark.parametrize("path", RECIPES, ids=[p.stem for p in RECIPES])

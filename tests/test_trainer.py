@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from syntaxlm.data.batching import Batch, RowCorpus, pad_rows
 from syntaxlm.models import MODEL_CLASSES
-from syntaxlm.models.base import LossOutput, ModelConfig, SyntacticLM
+from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM
 from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID
 from syntaxlm.train import (
     RunConfig,
@@ -330,6 +330,52 @@ def test_a_run_trains_below_the_unigram_baseline_and_fills_its_folder(treebank, 
         "loss"
     ] == pytest.approx(result.best_valid_loss, rel=1e-5)
     assert read_run(run).model == "tiny"  # the report reads the run folder
+
+
+class TinyDependencyLM(TinyLM):
+    """The tiny model over the words of dependency trees too."""
+
+    reads = ("constituency", "dependency")
+
+    def prepare(self, trees) -> RowCorpus:
+        from syntaxlm.trees.dependency import DepTree
+        from syntaxlm.trees.tree import Tree
+
+        return super().prepare(
+            [Tree("S", list(tree.words)) if isinstance(tree, DepTree) else tree for tree in trees]
+        )
+
+
+def _as_conllu(source: Path, target: Path) -> Path:
+    """The words of a PTB file as CoNLL-U, each word headed by the next (the last is the root)."""
+    from syntaxlm.trees.dependency import DepTree, write_conllu
+
+    deps = []
+    for tree in read_treebank(source):
+        words = tuple(tree.leaves())
+        heads = tuple(range(2, len(words) + 1)) + (0,)
+        deps.append(DepTree(words, heads, ("dep",) * (len(words) - 1) + ("root",)))
+    write_conllu(target, deps)
+    return target
+
+
+def test_conllu_treebanks_reach_models_that_read_dependency_trees(treebank, tiny, tmp_path, monkeypatch):
+    from syntaxlm.trees.dependency import DepTree
+
+    conllu = {role: _as_conllu(treebank[role], tmp_path / f"{role}.conllu") for role in ("train", "valid")}
+    assert all(isinstance(tree, DepTree) for tree in read_treebank(conllu["valid"]))
+    config = tiny_config({**treebank, **conllu}, max_steps=60, eval_every=30, lr=3e-2)
+    with pytest.raises(
+        ConfigError, match=r"train\.conllu holds dependency trees; model tiny reads constituency"
+    ):
+        train(config, tmp_path / "refused", progress=False)
+    assert not (tmp_path / "refused").exists()
+
+    monkeypatch.setitem(MODEL_CLASSES, "tiny-dep", "tests.test_trainer:TinyDependencyLM")
+    values = config.to_dict()
+    values["model"]["model"] = "tiny-dep"
+    result = train(run_config(values, where="test"), tmp_path / "run", progress=False)
+    assert result.best_valid_loss < result.unigram_valid_loss - 0.3
 
 
 def test_synthetic_data_and_vocabulary_are_made_in_the_run_folder(tiny, tmp_path):

@@ -264,23 +264,31 @@ def parse(
     model,
     sentences: Sequence[Sequence[str]],
     *,
-    method: Literal["beam", "rerank"] = "beam",
+    method: Literal["auto", "beam", "rerank", "induced"] = "auto",
     proposals: Sequence[Sequence[Tree]] | None = None,
     beam: BeamSettings = PAPER_BEAM,
     batch_size: int = 16,
     progress: bool = False,
 ) -> list[Tree]:
-    """A tree per sentence: the beam search's best complete tree (``"beam"``), or the proposal
-    with the highest ``p(x, y)`` (``"rerank"``, TG §3.2; needs ``proposals``)."""
+    """A tree per sentence: the beam search's best complete tree (``"beam"``), the proposal with
+    the highest ``p(x, y)`` (``"rerank"``, TG §3.2; needs ``proposals``), or the unlabelled binary
+    tree a structure-inducing model builds (``"induced"``: PRPN, SOM). ``"auto"``: ``"induced"``
+    for models that induce trees, ``"beam"`` for the others."""
+    sentences = _sentences(sentences)
+    if method == "auto":
+        method = "induced" if model.induces_trees else "beam"
+    if method == "induced":
+        if not model.induces_trees:
+            raise InferenceError(f"{model.config.model} does not induce trees; use method 'beam' or 'rerank'")
+        return model.induced_trees(sentences, batch_size=batch_size)
     if not ActionSpace(model.action_grammar()).tree:
         raise InferenceError("this model reads words only; it has no trees to parse with")
-    sentences = _sentences(sentences)
     if method == "rerank":
         if proposals is None:
             raise InferenceError("method 'rerank' needs proposals= (a list of trees per sentence)")
         return rerank(model, sentences, list(proposals), batch_size=batch_size, progress=progress)
     if method != "beam":
-        raise InferenceError(f"method must be 'beam' or 'rerank', got {method!r}")
+        raise InferenceError(f"method must be 'auto', 'beam', 'rerank' or 'induced', got {method!r}")
     trees = []
     for i, scores in enumerate(beam_search(model, sentences, beam, batch_size=batch_size, progress=progress)):
         if scores.tree is None:

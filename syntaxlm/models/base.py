@@ -12,6 +12,7 @@ trainer, the evaluations and the CLI talk to models only through this class:
 - ``word_logprobs(sentences)``: natural-log ``p(word | prefix)`` per word;
 - ``action_grammar()`` and ``decoder()``: what beam search, parsing and sampling drive
   (``models.decoding``);
+- ``induced_trees(sentences)``: the trees of models that induce structure (``induces_trees``);
 - ``save_pretrained(folder)`` / ``from_pretrained(folder)`` (= ``syntaxlm.models.load_model``):
   ``config.json`` + ``model.safetensors``
   + the vocabulary folders. Loading checks every tensor's name and shape and says what differs.
@@ -102,6 +103,9 @@ class SyntacticLM(nn.Module, ABC):
     """Base class of every model; subclasses set ``config_class`` and ``name``."""
 
     config_class: ClassVar[type[ModelConfig]] = ModelConfig
+    # What ``prepare`` takes: "constituency" (``Tree``s, PTB files and the synthetic treebank) and/or
+    # "dependency" (``DepTree``s, CoNLL-U files).
+    reads: ClassVar[tuple[str, ...]] = ("constituency",)
 
     def __init__(self, config: ModelConfig, vocabularies: dict[str, Any]):
         super().__init__()
@@ -136,7 +140,8 @@ class SyntacticLM(nn.Module, ABC):
 
     @abstractmethod
     def prepare(self, trees: Sequence[Any]) -> RowCorpus:
-        """The training corpus of ``trees`` (Choe–Charniak view, no POS tags)."""
+        """The training corpus of ``trees``: ``Tree``s in the Choe–Charniak view (no POS tags), or
+        ``DepTree``s for models whose ``reads`` include "dependency"."""
 
     @abstractmethod
     def loss(self, batch: Batch, state: Any = None) -> LossOutput:
@@ -153,6 +158,16 @@ class SyntacticLM(nn.Module, ABC):
     @abstractmethod
     def word_logprobs(self, sentences: Sequence[Sequence[str]], **options) -> list[Tensor]:
         """Natural-log ``p(word | prefix)`` of every word of every sentence."""
+
+    # --- models that induce structure (PRPN, SOM) ---------------------------------------------
+
+    induces_trees: ClassVar[bool] = False
+
+    def induced_trees(self, sentences: Sequence[Sequence[str]], *, batch_size: int = 16) -> list[Any]:
+        """The unlabelled binary tree the model builds over each sentence (PRPN's distances, SOM's
+        memory decisions). Only models with ``induces_trees = True`` have one; ``inference.parse``
+        calls this for them and beam search for joint models."""
+        raise TypeError(f"{self.config.model} does not induce trees")
 
     # --- files --------------------------------------------------------------------------------
 

@@ -43,7 +43,8 @@ class VocabSettings:
 
 @dataclass
 class DataConfig:
-    """Treebank files (PTB brackets, one tree per line or spread over lines) or the synthetic one."""
+    """Treebank files (PTB brackets, one tree per line or spread over lines; or CoNLL-U, by the
+    suffix .conllu/.conll, for models that read dependency trees) or the synthetic one."""
 
     train: str | None = None
     valid: str | None = None

@@ -404,10 +404,22 @@ def _prepare_files(config: RunConfig, out: Path, processes: Processes, *, fresh:
     return paths, vocab
 
 
+def treebank_kind(path: str | Path) -> str:
+    """``"dependency"`` for CoNLL-U files, ``"constituency"`` for PTB brackets (``SyntacticLM.reads``)."""
+    from syntaxlm.trees.dependency import is_conllu
+
+    return "dependency" if is_conllu(path) else "constituency"
+
+
 def read_treebank(path: str | Path, *, pos_tags: bool = True) -> list:
-    """The trees of a file in the Choe–Charniak view (no traces, function tags, ROOT or POS tags)."""
+    """The trees of a file: PTB brackets in the Choe–Charniak view (no traces, function tags, ROOT
+    or POS tags) as ``Tree``s, or CoNLL-U (``.conllu``, ``.conll``) as ``DepTree``s."""
     from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
+    from syntaxlm.trees.dependency import ConlluReader, is_conllu
     from syntaxlm.trees.ptb import TreeReader
+
+    if is_conllu(path):
+        return list(ConlluReader(path))
 
     cleaning = CHOE_CHARNIAK_CLEANING if pos_tags else replace(CHOE_CHARNIAK_CLEANING, drop_pos_tags=False)
     return list(TreeReader(path, cleaning=cleaning, pos_tags=pos_tags))
@@ -441,6 +453,13 @@ def _train(
             f"train.batch_size ({tc.batch_size}) must be at least the number of processes ({processes.world_size})"
         )
     check_inputs(config.data, out)
+    reads = model_class(config.model.model).reads
+    for role, path in data_paths(config.data, out).items():
+        if treebank_kind(path) not in reads:
+            raise ConfigError(
+                f"data.{role}: {path} holds {treebank_kind(path)} trees; model {config.model.model} reads "
+                f"{' or '.join(reads)} trees"
+            )
     checkpoint_path = out / CHECKPOINT_FILE
     has_run = (out / CONFIG_FILE).is_file() or checkpoint_path.is_file()
     if has_run and not resume:

@@ -13,7 +13,7 @@ import torch
 from syntaxlm.data.synthetic import write_synthetic_treebank
 from syntaxlm.errors import ActionSequenceError
 from syntaxlm.models import build_model
-from syntaxlm.models.decoding import ActionGrammar
+from syntaxlm.models.decoding import KEEP, ActionGrammar
 from syntaxlm.models.transformer_grammar import TGDecoder, TransformerGrammar
 from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID
 from syntaxlm.text.build import build_vocabulary
@@ -124,6 +124,45 @@ def test_model_variants_decode_like_the_full_model(data, variant, options):
     model = _model(data, variant, **options)
     tokens, expected = _gold(model, data["trees"])
     _check(_decode(model.decoder(), tokens, shuffle=True), expected, 2)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_kept_prefixes_wait_unchanged_while_others_grow(data, variant):
+    """``KEEP`` (beam search's waiting states): each sequence waits every third call, at its own
+    phase, so prefixes of different lengths and stack shapes sit side by side; every log-prob
+    equals the full model's, before and after waiting."""
+    model = _model(data, variant)
+    tokens, expected = _gold(model, data["trees"])
+    decoder = model.decoder()
+    assert decoder.supports_keep
+    rows = list(range(len(tokens)))  # the sequence each hypothesis decodes
+    fed = [0] * len(tokens)  # tokens fed to each sequence so far
+    got: list[list[list[float]]] = [[[] for _ in t] for t in tokens]
+    decoder.start(len(rows))
+    call = 0
+    while rows:
+        logprobs = decoder.logprobs()
+        for row, t in enumerate(rows):
+            got[t][fed[t]].append(float(logprobs[row, tokens[t][fed[t]]]))
+        parents, step = [], []
+        for row, t in enumerate(rows):
+            if fed[t] + 1 == len(tokens[t]):
+                continue
+            parents.append(row)
+            if (call + t) % 3 == 0:
+                step.append(KEEP)
+            else:
+                step.append(int(tokens[t][fed[t]]))
+                fed[t] += 1
+        rows = [rows[p] for p in parents]
+        decoder.advance(torch.tensor(parents), torch.tensor(step))
+        call += 1
+    waited = 0
+    for values, reference in zip(got, expected, strict=True):
+        for index, (value, want) in enumerate(zip(values, reference, strict=True)):
+            np.testing.assert_allclose(value, [want] * len(value), atol=1e-5, err_msg=f"token {index}")
+            waited += len(value) - 1
+    assert waited > len(tokens)
 
 
 def test_padding_slots_are_dropped(data):

@@ -63,7 +63,7 @@ import torch
 from torch import Tensor
 
 from syntaxlm.errors import SyntaxlmError
-from syntaxlm.models.decoding import ActionGrammar, Decoder
+from syntaxlm.models.decoding import KEEP, ActionGrammar, Decoder
 from syntaxlm.structure.actions import atomic_words_as_unk
 from syntaxlm.text.base import EOS_ID
 from syntaxlm.trees.tree import Tree
@@ -73,9 +73,6 @@ class InferenceError(SyntaxlmError, ValueError):
     """Inference asked of a model or with settings that cannot do it (a method the model has no use
     for, missing trees, bad beam sizes, a bad sentence)."""
 
-
-KEEP = -1
-"""Token id that keeps a prefix unchanged in ``Decoder.advance`` (decoders with ``supports_keep``)."""
 
 FORCED_LOGPROB = -1000.0
 """Log-probability (nats) given to a piece no state of the beam can generate."""

@@ -15,6 +15,9 @@ through two objects, never through its class:
   ``advance(parents, tokens)`` replaces the hypotheses by new ones, hypothesis ``i`` being
   ``prefix[parents[i]] + tokens[i]`` (so one call both reorders/duplicates beams and extends
   them). A TG closer is one token here: the decoder runs its COMPOSE and STACK copies inside.
+  A decoder with ``supports_keep = True`` also reads the token ``KEEP`` as "hypothesis ``i`` is
+  ``prefix[parents[i]]`` unchanged", so that prefixes of different lengths grow side by side in
+  one call (beam search's waiting states); the others are driven by copies or re-feeding.
 
 A decoder's results must equal the model's full forward pass on the same sequences
 (``forward``), which is how decoders are tested.
@@ -29,6 +32,9 @@ import numpy as np
 from torch import Tensor
 
 from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
+KEEP = -1
+"""Token id that keeps a prefix unchanged in ``Decoder.advance`` (decoders with ``supports_keep``)."""
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ from torch import Tensor, nn
 from syntaxlm.data.batching import Batch, RowCorpus
 from syntaxlm.errors import ActionSequenceError, SentenceError
 from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM
-from syntaxlm.models.decoding import ActionGrammar, Decoder, symbol_ids
+from syntaxlm.models.decoding import KEEP, ActionGrammar, Decoder, symbol_ids
 from syntaxlm.models.layers.attention import Kernel, RelativePositions
 from syntaxlm.models.layers.transformer import KeyCache, TransformerStack, next_memory
 from syntaxlm.structure.tg import (
@@ -376,7 +376,8 @@ class TGDecoder(Decoder):
     to the stack and itself and is not pushed (Algorithm 1). In a step where some hypotheses close
     a constituent, the others get a padding slot before their token; padding is never attended,
     and the slots are compacted when it piles up. Relative positions are per hypothesis (depth
-    differences, or differences of sequence positions).
+    differences, or differences of sequence positions). A ``KEEP`` token leaves its prefix as it was
+    (a padding slot, dropped at the next compaction).
 
     Whole sequences are held, without segments: a sequence longer than ``segment_length`` is
     decoded as the model scores it with ``memory_length`` at least the sequence's length. The
@@ -384,6 +385,8 @@ class TGDecoder(Decoder):
     two each step, which FlexAttention would recompile for). The decoder does not check the
     grammar (the search does) except that a closer needs an open constituent.
     """
+
+    supports_keep = True
 
     def __init__(self, model: TransformerGrammar):
         self.model = model
@@ -439,6 +442,9 @@ class TGDecoder(Decoder):
             return
         if n == 0:
             raise IndexError("advance on a decoder that holds no prefixes; call start(n) first")
+        # A kept prefix runs a padding token whose positions are dropped and whose output is not used.
+        kept = tokens == KEEP
+        tokens = torch.where(kept, PAD_ID, tokens)
         vocab_size = len(self._is_closer)
         safe = parents.clamp(0, n - 1)
         closer = self._is_closer[tokens.clamp(0, vocab_size - 1)]
@@ -467,6 +473,7 @@ class TGDecoder(Decoder):
                 f"{token!r} closes a constituent but none is open in prefix {int(parents[i])} "
                 f"(new hypothesis {i})"
             )
+        previous_hidden = self._hidden
         if not same:
             self._select(parents)
         slots = self._position.shape[1]
@@ -484,7 +491,9 @@ class TGDecoder(Decoder):
         stack = self._on_stack & ~popped
         depth = torch.where(closer, n_open, n_open + 1)  # a closer sits at its opener's depth
         inputs = torch.stack([torch.where(composes, tokens, PAD_ID), tokens], dim=1)
-        position = torch.stack([torch.where(composes, length, -1), length + composes], dim=1)
+        position = torch.stack(
+            [torch.where(composes, length, -1), torch.where(kept, -1, length + composes)], dim=1
+        )
         new_depth = torch.stack([depth, depth], dim=1)
         # COMPOSE attends to what it pops and itself; STACK to the stack left, the COMPOSE copy
         # pushed on it, and itself.
@@ -497,16 +506,17 @@ class TGDecoder(Decoder):
         query_coordinate = self._coordinate(position[:, keep], new_depth[:, keep])
         key_coordinate = torch.cat([self._coordinate(self._position, self._depth), query_coordinate], dim=1)
         compose = torch.stack([composes, not_any], dim=1)[:, keep]
-        self._hidden = self._run(inputs[:, keep], mask[:, None], query_coordinate, key_coordinate, compose)
+        hidden = self._run(inputs[:, keep], mask[:, None], query_coordinate, key_coordinate, compose)
+        self._hidden = torch.where(kept[:, None], previous_hidden[safe], hidden)
 
         closed = (slot == opener_slot[:, None]) & closer[:, None]
         opened = torch.stack([not_any, self._is_opener[tokens]], dim=1)[:, keep]
-        pushed = torch.stack([composes, ~composes], dim=1)[:, keep]  # a STACK copy is not pushed
+        pushed = torch.stack([composes, ~composes & ~kept], dim=1)[:, keep]  # a STACK copy is not pushed
         self._open = torch.cat([self._open & ~closed, opened], dim=1)
         self._on_stack = torch.cat([stack, pushed], dim=1)
         self._position = torch.cat([self._position, position[:, keep]], dim=1)
         self._depth = torch.cat([self._depth, new_depth[:, keep]], dim=1)
-        self._length = length + 1 + composes.long()
+        self._length = length + (~kept).long() + composes.long()
 
     # --- internals -------------------------------------------------------------------------------
 

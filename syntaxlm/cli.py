@@ -6,7 +6,7 @@ import json
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -458,6 +458,42 @@ def inspect_som(
             typer.echo(render_memory_grid(record["labels"], n_slots, record["words"], sentence=index) + "\n")
 
 
+ModelArgument = Annotated[Path, typer.Argument(help="A saved model folder (written by save_pretrained).")]
+SentencesArgument = Annotated[
+    Path, typer.Argument(help="Sentences, one per line, words separated by spaces.")
+]
+PosTagsOption = Annotated[
+    bool,
+    typer.Option(
+        "--pos-tags/--no-pos-tags",
+        help="Given trees have POS tags (read in the models' view); --no-pos-tags: already without them.",
+    ),
+]
+ActionBeamOption = Annotated[int, typer.Option(help="Beam search: action beam.")]
+WordBeamOption = Annotated[int, typer.Option(help="Beam search: word beam.")]
+FastTrackOption = Annotated[int, typer.Option(help="Beam search: fast-track states per round.")]
+BatchSizeOption = Annotated[int, typer.Option(help="Sentences per batch.")]
+ProgressOption = Annotated[bool, typer.Option(help="Show a progress bar (on stderr).")]
+
+
+class ScoreMethod(str, Enum):
+    auto = "auto"
+    exact = "exact"
+    beam = "beam"
+    gold = "gold"
+    proposals = "proposals"
+
+
+class ScoreFormat(str, Enum):
+    tsv = "tsv"
+    jsonl = "jsonl"
+
+
+class ScoreUnit(str, Enum):
+    bits = "bits"
+    nats = "nats"
+
+
 # -- eval -----------------------------------------------------------------------------------------------
 
 
@@ -478,7 +514,9 @@ OutOption = Annotated[Path | None, typer.Option(help="Also write the result JSON
 
 @eval_app.command("sg")
 def eval_sg(
-    suite: Annotated[Path, typer.Argument(help="A SyntaxGym suite JSON file.")],
+    suites: Annotated[
+        list[Path], typer.Argument(help="SyntaxGym suite JSON files, or folders of them (every *.json).")
+    ],
     region_values: Annotated[
         Path | None,
         typer.Option(help="Per item, per condition, a list of region values (surprisal in bits), as JSON."),
@@ -490,34 +528,93 @@ def eval_sg(
         str,
         typer.Option(help="--model: auto (exact for words-only models, beam for joint ones), beam, exact."),
     ] = "auto",
+    action_beam: Annotated[int, typer.Option(help="Beam search: action beam.")] = 100,
+    word_beam: Annotated[int, typer.Option(help="Beam search: word beam.")] = 10,
+    fast_track: Annotated[int, typer.Option(help="Beam search: fast-track states per round.")] = 5,
     as_json: JsonOption = False,
-    out: OutOption = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the result JSON here; with several suites, a folder of SUITE.json files."
+        ),
+    ] = None,
 ) -> None:
-    """Score a suite: region values computed elsewhere, or a model's own surprisals (--model)."""
+    """Score suites: region values computed elsewhere (one suite), or a model's own surprisals (--model).
+
+    With several suites the SG scores (the mean over the 31 suites of Hu et al. 2020 and over the 33
+    of Qian et al. 2021, when all are there) and the circuit means follow the per-suite lines.
+    """
     from syntaxlm.eval.syntaxgym import format_suite_result, score_region_values
 
     if (region_values is None) == (model is None):
         raise typer.BadParameter("give one of --region-values and --model", param_hint="--model")
+    paths = _suite_files(suites)
     if region_values is not None:
-        result = score_region_values(suite, region_values)
-        inputs = {"suite": suite, "region_values": region_values}
+        if len(paths) != 1:
+            raise typer.BadParameter("--region-values scores one suite", param_hint="SUITES")
+        result = score_region_values(paths[0], region_values)
+        inputs = {"suite": paths[0], "region_values": region_values}
         _emit("syntaxgym", result, as_json, out, format_suite_result(result), inputs)
         return
-    from syntaxlm.eval.syntaxgym import evaluate_suite, load_suite, suite_region_values
-    from syntaxlm.inference import Scorer
+    from syntaxlm.eval.syntaxgym import evaluate_suite, load_suite, sg_scores, suite_region_values
+    from syntaxlm.inference import BeamSettings, Scorer
     from syntaxlm.inference.scorer import syntaxgym_scorer
     from syntaxlm.models import load_model
 
-    loaded = load_suite(suite)
-    scorer, convention = syntaxgym_scorer(Scorer(load_model(model), method=method))
-    values = suite_region_values(loaded, scorer, convention, progress=True)
-    result = {
-        **evaluate_suite(loaded, values.values).to_json(),
-        "warnings": values.warnings,
-        "method": method,
-    }
-    inputs = {"suite": suite, "model": model / "model.safetensors"}
-    _emit("syntaxgym", result, as_json, out, format_suite_result(result), inputs, {"method": method})
+    loaded = [load_suite(path) for path in paths]  # every suite is checked before the model is run
+    scorer = Scorer(load_model(model), method=method, beam=BeamSettings(action_beam, word_beam, fast_track))
+    token_scorer, convention = syntaxgym_scorer(scorer)
+    options = {"method": scorer.method} | (
+        {"action_beam": action_beam, "word_beam": word_beam, "fast_track": fast_track}
+        if scorer.method == "beam"
+        else {}
+    )
+    results = {}
+    for path, suite in zip(paths, loaded):
+        values = suite_region_values(suite, token_scorer, convention, progress=True)
+        result = {**evaluate_suite(suite, values.values).to_json(), "warnings": values.warnings, **options}
+        inputs = {"suite": path, "model": model / "model.safetensors"}
+        if len(paths) == 1:
+            _emit("syntaxgym", result, as_json, out, format_suite_result(result), inputs, options)
+            return
+        if out is not None:
+            from syntaxlm.results import result_record, write_result
+
+            write_result(
+                out / f"{path.stem}.json", result_record("syntaxgym", result, inputs=inputs, options=options)
+            )
+        results[suite.name] = result
+    accuracy = {name: result["accuracy_pred0"] for name, result in results.items()}
+    summary = {"suites": accuracy, "sg_scores": sg_scores(accuracy), **options}
+    if as_json:
+        _print_json(summary)
+        return
+    lines = [f"{name:32s} {value:.3f}" for name, value in accuracy.items()]
+    for score in summary["sg_scores"].values():
+        if score["mean_over_suites"] is None:
+            lines.append(f"{score['label']}: incomplete ({len(score['missing_suites'])} suites missing)")
+        else:
+            circuits = ", ".join(
+                f"{name} {c['mean_over_suites']:.3f}" for name, c in score["circuits"].items()
+            )
+            lines.append(f"{score['label']}: {score['mean_over_suites']:.3f} (circuits: {circuits})")
+    typer.echo("\n".join(lines))
+
+
+def _suite_files(given: list[Path]) -> list[Path]:
+    """The suite files named, folders expanded to their ``*.json`` files in name order."""
+    paths: list[Path] = []
+    for path in given:
+        if path.is_dir():
+            found = sorted(path.glob("*.json"))
+            if not found:
+                raise typer.BadParameter(f"{path}: no *.json suite files in this folder", param_hint="SUITES")
+            paths += found
+        elif path.is_file():
+            paths.append(path)
+        else:
+            raise typer.BadParameter(f"{path}: no such suite file or folder", param_hint="SUITES")
+    return paths
 
 
 @eval_app.command("parse")
@@ -591,28 +688,71 @@ def eval_uf1(
 
 @eval_app.command("blimp")
 def eval_blimp(
+    data: Annotated[Path, typer.Option(help="The BLiMP data folder (one .jsonl per paradigm).")],
     logprobs: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             help="Precomputed scores: one JSON object per line with UID, pairID, good and bad log-probs."
         ),
-    ],
-    data: Annotated[Path, typer.Option(help="The BLiMP data folder (one .jsonl per paradigm).")],
+    ] = None,
+    model: Annotated[
+        Path | None, typer.Option(help="Instead: a saved model folder whose sentence log-probs are compared.")
+    ] = None,
+    method: Annotated[
+        str,
+        typer.Option(help="--model: auto (exact for words-only models, beam for joint ones), beam, exact."),
+    ] = "auto",
+    paradigms: Annotated[
+        list[str] | None, typer.Option("--paradigm", help="Only these paradigms (UIDs); repeatable.")
+    ] = None,
     ten_percent: Annotated[
         bool, typer.Option("--ten-percent", help="BLiMP-10%: the first 100 pairs by pairID.")
     ] = False,
+    max_pairs: Annotated[
+        int | None, typer.Option(help="Only the first N pairs of each paradigm by pairID (a quick check).")
+    ] = None,
+    action_beam: ActionBeamOption = 100,
+    word_beam: WordBeamOption = 10,
+    fast_track: FastTrackOption = 5,
+    batch_size: Annotated[int, typer.Option(help="--model: sentences per batch.")] = 64,
     per_paradigm: Annotated[bool, typer.Option(help="Text output: every paradigm too.")] = False,
     as_json: JsonOption = False,
     out: OutOption = None,
 ) -> None:
-    """BLiMP accuracy (per paradigm, per phenomenon, overall) from precomputed sentence log-probs."""
+    """BLiMP accuracy (per paradigm, per phenomenon, overall) from precomputed log-probs or a model's.
+
+    A pair is right when log p(good) > log p(bad), each the whole sentence with its end.
+    """
     from syntaxlm.errors import InputFormatError
-    from syntaxlm.eval.blimp import blimp_10_percent, read_blimp, score_blimp
+    from syntaxlm.eval.blimp import blimp_10_percent, first_pairs, read_blimp, score_blimp
     from syntaxlm.files import open_text
 
-    pairs = read_blimp(data)
+    if (logprobs is None) == (model is None):
+        raise typer.BadParameter("give one of --logprobs and --model", param_hint="--model")
+    pairs = read_blimp(data, paradigms=paradigms or None)
     if ten_percent:
         pairs = blimp_10_percent(pairs)
+    if max_pairs is not None:
+        pairs = first_pairs(pairs, max_pairs)
+    options: dict[str, Any] = {
+        "ten_percent": ten_percent,
+        "max_pairs": max_pairs,
+        "paradigms": paradigms or "all",
+    }
+    if model is not None:
+        from syntaxlm.inference import BeamSettings, Scorer, blimp_scorer
+        from syntaxlm.models import load_model
+
+        beam = BeamSettings(action_beam, word_beam, fast_track)
+        scorer = Scorer(load_model(model), method=method, beam=beam, batch_size=batch_size)
+        result = score_blimp(pairs, blimp_scorer(scorer), batch_size=batch_size * 4, progress=True)
+        options["method"] = scorer.method
+        if scorer.method == "beam":
+            options |= {"action_beam": action_beam, "word_beam": word_beam, "fast_track": fast_track}
+        inputs = {"data": data, "model": model / "model.safetensors"}
+        text = result.render(per_paradigm=per_paradigm)
+        _emit("blimp", result.to_json(), as_json, out, text, inputs, options)
+        return
     scores: dict[tuple[str, int], tuple[float, float]] = {}
     with open_text(logprobs) as handle:
         for line, text in enumerate(handle, 1):
@@ -635,8 +775,79 @@ def eval_blimp(
         )
     result = score_blimp(pairs, logprobs=[scores[pair.paradigm, pair.pair_id] for pair in pairs])
     inputs = {"logprobs": logprobs, "data": data}
-    options = {"ten_percent": ten_percent}
     _emit("blimp", result.to_json(), as_json, out, result.render(per_paradigm=per_paradigm), inputs, options)
+
+
+@eval_app.command("ppl")
+def eval_ppl(
+    data: Annotated[
+        Path,
+        typer.Argument(
+            help="Sentences, one per line (words separated by spaces), or a treebank (PTB brackets: a file "
+            "whose first character is '('), whose trees --method gold scores along."
+        ),
+    ],
+    model: Annotated[Path, typer.Option(help="A saved model folder.")],
+    method: Annotated[
+        ScoreMethod,
+        typer.Option(
+            help="auto: exact for words-only models, beam for joint ones; gold: along the treebank's trees."
+        ),
+    ] = ScoreMethod.auto,
+    eos: Annotated[
+        bool, typer.Option("--eos/--no-eos", help="Count the end of each sentence as one more token.")
+    ] = True,
+    proposals: Annotated[Path | None, typer.Option(help="--method proposals: INDEX<TAB>TREE lines.")] = None,
+    pos_tags: PosTagsOption = True,
+    action_beam: ActionBeamOption = 100,
+    word_beam: WordBeamOption = 10,
+    fast_track: FastTrackOption = 5,
+    batch_size: BatchSizeOption = 16,
+    progress: ProgressOption = True,
+    as_json: JsonOption = False,
+    out: OutOption = None,
+) -> None:
+    """Word-level perplexity of a model on sentences or a treebank (pieces summed per word).
+
+    For joint models the marginalisation method and the direction of its bound go into the result.
+    """
+    from syntaxlm.eval.perplexity import perplexity
+    from syntaxlm.inference import BeamSettings, Scorer, perplexity_logprobs, read_proposals
+    from syntaxlm.models import load_model
+
+    trees = _given_trees(data, pos_tags) if _is_treebank(data) else None
+    words = [tree.leaves() for tree in trees] if trees is not None else _read_sentences(data)
+    if method == ScoreMethod.gold and trees is None:
+        raise typer.BadParameter("--method gold needs a treebank (PTB brackets) as DATA", param_hint="DATA")
+    if method == ScoreMethod.proposals and proposals is None:
+        raise typer.BadParameter("--method proposals needs --proposals", param_hint="--proposals")
+    scorer = Scorer(
+        load_model(model),
+        method=method.value,
+        beam=BeamSettings(action_beam, word_beam, fast_track),
+        batch_size=batch_size,
+        progress=progress,
+    )
+    given: dict[str, Any] = {}
+    if scorer.method == "gold":
+        given["trees"] = trees
+    elif scorer.method == "proposals":
+        given["proposals"] = read_proposals(proposals, n_sentences=len(words), pos_tags=pos_tags)
+    logprobs, marginalisation = perplexity_logprobs(scorer, words, count_eos=eos, **given)
+    result = perplexity(logprobs, count_eos=eos, marginalisation=marginalisation)
+    inputs = {"data": data, "model": model / "model.safetensors"}
+    _emit("perplexity", result.to_json(), as_json, out, result.render(), inputs, {"eos": eos})
+
+
+def _is_treebank(path: Path) -> bool:
+    """Whether a file holds PTB brackets: its first non-blank character is '('."""
+    from syntaxlm.files import open_text
+
+    with open_text(path) as handle:
+        for line in handle:
+            if line.strip():
+                return line.lstrip().startswith("(")
+    return False
 
 
 @eval_app.command("gen")
@@ -672,41 +883,6 @@ def eval_gen(
 
 
 # -- scoring, parsing, sampling -------------------------------------------------------------------------
-
-ModelArgument = Annotated[Path, typer.Argument(help="A saved model folder (written by save_pretrained).")]
-SentencesArgument = Annotated[
-    Path, typer.Argument(help="Sentences, one per line, words separated by spaces.")
-]
-PosTagsOption = Annotated[
-    bool,
-    typer.Option(
-        "--pos-tags/--no-pos-tags",
-        help="Given trees have POS tags (read in the models' view); --no-pos-tags: already without them.",
-    ),
-]
-ActionBeamOption = Annotated[int, typer.Option(help="Beam search: action beam.")]
-WordBeamOption = Annotated[int, typer.Option(help="Beam search: word beam.")]
-FastTrackOption = Annotated[int, typer.Option(help="Beam search: fast-track states per round.")]
-BatchSizeOption = Annotated[int, typer.Option(help="Sentences per batch.")]
-ProgressOption = Annotated[bool, typer.Option(help="Show a progress bar (on stderr).")]
-
-
-class ScoreMethod(str, Enum):
-    auto = "auto"
-    exact = "exact"
-    beam = "beam"
-    gold = "gold"
-    proposals = "proposals"
-
-
-class ScoreFormat(str, Enum):
-    tsv = "tsv"
-    jsonl = "jsonl"
-
-
-class ScoreUnit(str, Enum):
-    bits = "bits"
-    nats = "nats"
 
 
 def _read_sentences(path: Path) -> list[list[str]]:

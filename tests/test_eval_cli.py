@@ -133,6 +133,6 @@ def test_eval_sg_with_a_saved_model(tmp_path):
     scored = json.loads(result.stdout)
     assert scored["n_items"] > 0 and 0 <= scored["accuracy_pred0"] <= 1
     saved = json.loads((tmp_path / "sg.json").read_text())
-    assert saved["options"]["method"] == "auto"
+    assert saved["options"]["method"] == "exact"  # "auto" resolved: txl-terminals reads words only
     neither = run("eval", "sg", suite)
     assert neither.returncode == 2 and "one of --region-values and --model" in neither.stderr

@@ -178,14 +178,17 @@ def read_blimp(folder: str | Path, *, paradigms: Sequence[str] | None = None) ->
 
 def blimp_10_percent(pairs: Iterable[MinimalPair]) -> list[MinimalPair]:
     """BLiMP-10%: the first 100 pairs of each paradigm by numeric pairID (paradigm order kept)."""
+    return first_pairs(pairs, PAIRS_PER_PARADIGM_10_PERCENT)
+
+
+def first_pairs(pairs: Iterable[MinimalPair], n: int) -> list[MinimalPair]:
+    """The first ``n`` pairs of each paradigm by numeric pairID (paradigm order kept)."""
+    if n < 1:
+        raise ValueError(f"the number of pairs per paradigm must be at least 1, got {n}")
     by_paradigm: dict[str, list[MinimalPair]] = {}
     for pair in pairs:
         by_paradigm.setdefault(pair.paradigm, []).append(pair)
-    return [
-        pair
-        for group in by_paradigm.values()
-        for pair in sorted(group, key=lambda p: p.pair_id)[:PAIRS_PER_PARADIGM_10_PERCENT]
-    ]
+    return [pair for group in by_paradigm.values() for pair in sorted(group, key=lambda p: p.pair_id)[:n]]
 
 
 @dataclass(frozen=True)

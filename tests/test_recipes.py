@@ -14,7 +14,18 @@ CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 
 # Models over words alone step fast but learn less per step than those predicting trees too.
-STEPS = {"txl-terminals": 250, "lm": 250, "sclm-past": 250, "sclm-next": 250}
+STEPS = {
+    "txl-terminals": 250,
+    "lm": 250,
+    "sclm-past": 250,
+    "sclm-next": 250,
+    "esom": 120,
+    "dsom": 120,
+    "lstm": 250,
+    "prpn": 120,
+    "dm-transformer": 250,
+    "dm-lstm": 250,
+}
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)

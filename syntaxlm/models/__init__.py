@@ -30,6 +30,12 @@ MODEL_CLASSES = {
     "plm-mask": "syntaxlm.models.action_lm:ActionLM",
     "sclm-past": "syntaxlm.models.action_lm:ActionLM",
     "sclm-next": "syntaxlm.models.action_lm:ActionLM",
+    "esom": "syntaxlm.models.som:SyntacticOrderedMemory",
+    "dsom": "syntaxlm.models.som:SyntacticOrderedMemory",
+    "lstm": "syntaxlm.models.lstm_lm:LSTMLM",
+    "prpn": "syntaxlm.models.prpn:PRPN",
+    "dm-transformer": "syntaxlm.models.dmlm:DMTransformer",
+    "dm-lstm": "syntaxlm.models.dmlm:DMLSTM",
 }
 MODEL_NAMES = tuple(MODEL_CLASSES)
 

@@ -220,6 +220,15 @@ class RecurrentLM(SyntacticLM):
     def _encode(self, words: Sequence[str]) -> np.ndarray:
         return self._pieces(words)[0]
 
+    def _init_embedding_and_decoder(self) -> None:
+        """Uniform(±init_range) embeddings (the padding row zero) and untied output weights."""
+        r = self.config.init_range
+        nn.init.uniform_(self.embedding.weight, -r, r)
+        with torch.no_grad():
+            self.embedding.weight[PAD_ID].zero_()
+        if self.decoder_weight is not None:
+            nn.init.uniform_(self.decoder_weight, -r, r)
+
 
 # --- the LSTM baseline -------------------------------------------------------------------------------
 
@@ -264,12 +273,7 @@ class LSTMLM(RecurrentLM):
         self._init_weights()
 
     def _init_weights(self) -> None:
-        r = self.config.init_range
-        nn.init.uniform_(self.embedding.weight, -r, r)
-        with torch.no_grad():
-            self.embedding.weight[PAD_ID].zero_()
-        if self.decoder_weight is not None:
-            nn.init.uniform_(self.decoder_weight, -r, r)
+        self._init_embedding_and_decoder()
         if self.projection is not None:
             bound = 1 / math.sqrt(self.config.hidden_size)
             nn.init.uniform_(self.projection.weight, -bound, bound)

@@ -280,12 +280,7 @@ class PRPN(RecurrentLM):
         self._init_weights()
 
     def _init_weights(self) -> None:
-        r = self.config.init_range
-        nn.init.uniform_(self.embedding.weight, -r, r)
-        with torch.no_grad():
-            self.embedding.weight[PAD_ID].zero_()
-        if self.decoder_weight is not None:
-            nn.init.uniform_(self.decoder_weight, -r, r)
+        self._init_embedding_and_decoder()
 
     # --- state ----------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ import yaml
 
 from syntaxlm.train import (
     CheckpointError,
+    TrainingError,
     TrainingState,
     load_checkpoint,
     load_config,
@@ -237,3 +238,124 @@ def test_transformer_grammar_memory_is_checkpointed_and_resumed_exactly(tmp_path
     for name, value in whole.model.state_dict().items():
         assert torch.equal(resumed.model.state_dict()[name], value), name
     assert resumed.last_valid_loss == whole.last_valid_loss
+
+
+# --- integrity: the sha256 of the tensors ----------------------------------------------------------
+
+
+def _flip_a_tensor_byte(path: Path) -> None:
+    """Flip one bit of a byte in the middle of the tensor data (after the 8-byte length and the header)."""
+    data = bytearray(path.read_bytes())
+    start = 8 + int.from_bytes(data[:8], "little")
+    data[(start + len(data)) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def _drop_the_hash(path: Path) -> None:
+    """Rewrite a safetensors file as it was written before the hash was added: no ``tensors_sha256``."""
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    with safe_open(str(path), framework="pt") as handle:
+        metadata = handle.metadata()
+        tensors = {name: handle.get_tensor(name) for name in handle.keys()}  # noqa: SIM118
+    del metadata["tensors_sha256"]
+    save_file(tensors, str(path), metadata=metadata)
+
+
+def _saved_checkpoint(path: Path) -> Path:
+    model, optimizer = _trained_optimizer()
+    state = TrainingState(step=3)
+    return save_checkpoint(path, model=model.state_dict(), optimizer=optimizer.state_dict(), state=state)
+
+
+def test_a_checkpoint_carries_the_sha256_of_its_tensors_in_its_header(tmp_path):
+    from safetensors import safe_open
+
+    from syntaxlm.models.base import tensors_sha256
+
+    path = _saved_checkpoint(tmp_path / "checkpoint.safetensors")
+    with safe_open(str(path), framework="pt") as handle:
+        expected = handle.metadata()["tensors_sha256"]
+        tensors = {name: handle.get_tensor(name) for name in handle.keys()}  # noqa: SIM118
+    assert expected == tensors_sha256(tensors) and len(expected) == 64
+    # The order is defined (by name), not the dictionary's.
+    assert tensors_sha256(dict(reversed(list(tensors.items())))) == expected
+
+
+def test_a_flipped_byte_in_a_checkpoints_tensors_is_an_error_naming_the_file(tmp_path):
+    path = _saved_checkpoint(tmp_path / "checkpoint.safetensors")
+    _flip_a_tensor_byte(path)
+    with pytest.raises(CheckpointError, match="do not match the sha256") as error:
+        load_checkpoint(path)
+    assert str(path) in str(error.value)
+
+
+def test_a_checkpoint_written_before_the_hash_still_loads(tmp_path):
+    path = _saved_checkpoint(tmp_path / "checkpoint.safetensors")
+    _drop_the_hash(path)
+    assert load_checkpoint(path).state.step == 3
+    _flip_a_tensor_byte(path)  # without a hash a flipped byte cannot be seen: it loads
+    assert load_checkpoint(path).state.step == 3
+
+
+# --- disk full during a checkpoint -------------------------------------------------------------------
+
+
+def test_a_full_disk_during_a_checkpoint_stops_the_run_and_keeps_the_previous_one(
+    treebank, tiny, tmp_path, monkeypatch
+):
+    import errno
+
+    import syntaxlm.train.checkpoint as checkpoint_module
+
+    real_save_file = checkpoint_module.save_file
+    calls = []
+
+    def save_file_until_the_disk_is_full(tensors, filename, metadata=None):
+        calls.append(filename)
+        if len(calls) == 1:
+            return real_save_file(tensors, filename, metadata=metadata)
+        real_save_file(tensors, filename, metadata=metadata)  # then cut it: the disk filled up mid-way
+        with open(filename, "r+b") as handle:
+            handle.truncate(os.path.getsize(filename) // 2)
+        raise OSError(errno.ENOSPC, "No space left on device", filename)
+
+    monkeypatch.setattr(checkpoint_module, "save_file", save_file_until_the_disk_is_full)
+    run = tmp_path / "run"
+    config = tiny_config(treebank, max_steps=12, checkpoint_every=6, eval_every=100)
+    with pytest.raises(TrainingError) as error:
+        train(config, run, progress=False)
+    message = str(error.value)
+    assert "no space left" in message and str(run) in message
+    assert f"{run / 'checkpoint.safetensors'} (step 6)" in message
+    assert len(calls) == 2 and Path(calls[1]).parent == run and not Path(calls[1]).exists()
+    assert not list(run.glob(".*.tmp"))  # the partial file is gone
+    assert load_checkpoint(run / "checkpoint.safetensors").state.step == 6  # the previous one, intact
+
+    monkeypatch.setattr(checkpoint_module, "save_file", real_save_file)  # space again: resume
+    assert train(config, run, resume=True, progress=False).steps == 12
+
+
+def test_a_full_disk_while_saving_a_model_folder_keeps_the_previous_folder(
+    treebank, tiny, tmp_path, monkeypatch
+):
+    import errno
+
+    from syntaxlm.models import base, load_model
+    from syntaxlm.train.trainer import save_model_folder
+
+    result = train(tiny_config(treebank, max_steps=2), tmp_path / "run", progress=False)
+    best = tmp_path / "run" / "best"
+    before = (best / "model.safetensors").read_bytes()
+
+    def full(tensors, filename, metadata=None):
+        Path(filename).write_bytes(b"\0" * 100)
+        raise OSError(errno.ENOSPC, "No space left on device", filename)
+
+    monkeypatch.setattr(base, "save_file", full)
+    with pytest.raises(OSError, match="No space left"):
+        save_model_folder(result.model, best)
+    assert (best / "model.safetensors").read_bytes() == before
+    assert sorted(p.name for p in best.parent.iterdir() if p.name.startswith(".")) == []
+    load_model(best)

@@ -525,3 +525,170 @@ def test_the_tiny_recipe_of_every_model_trains(name, tmp_path):
     assert len(losses) == 2 and losses[1] < losses[0], losses
     assert result.best_valid_loss == pytest.approx(losses[1], rel=1e-5)
     assert load_model(tmp_path / "run" / "best").config == config.model
+
+
+# --- non-finite losses: stop or skip -------------------------------------------------------------------
+
+
+def _nan_on_training_calls(monkeypatch, calls: set[int]) -> None:
+    """TinyLM's loss becomes NaN on the given training calls (1-based) only."""
+    loss = TinyLM.loss
+
+    def sometimes_nan(self, batch, state=None):
+        output = loss(self, batch, state)
+        if self.training and self.calls in calls:
+            output.sums["lm"] = output.sums["lm"] * float("nan")
+        return output
+
+    monkeypatch.setattr(TinyLM, "loss", sometimes_nan)
+
+
+def test_on_nonfinite_skip_skips_the_batches_without_an_update_and_counts_them(
+    treebank, tiny, tmp_path, monkeypatch, capsys
+):
+    from syntaxlm.train import load_checkpoint
+
+    _nan_on_training_calls(monkeypatch, {5, 6})
+    run = tmp_path / "run"
+    result = train(tiny_config(treebank, max_steps=12, on_nonfinite="skip"), run, progress=False)
+    out = capsys.readouterr().out
+    # The step is not counted: 12 updates, over 14 batches; batches 4 and 5 were both step 5's tries.
+    assert result.steps == 12 and result.skipped_batches == 2
+    assert (
+        "skipped step 5 (epoch 0, batch 4): the loss nan is not finite; no update (1 in a row, 1 in all)"
+        in out
+    )
+    assert (
+        "skipped step 5 (epoch 0, batch 5): the loss nan is not finite; no update (2 in a row, 2 in all)"
+        in out
+    )
+    checkpoint = load_checkpoint(run / "checkpoint.safetensors")
+    assert (checkpoint.state.epoch, checkpoint.state.batch) == (0, 14)
+    assert checkpoint.state.skipped_batches == 2 and checkpoint.state.skipped_in_a_row == []
+    # AdamW stepped 12 times (the skipped batches left its state alone); no NaN reached a parameter.
+    assert {float(values["step"]) for values in checkpoint.optimizer["state"].values()} == {12.0}
+    assert all(torch.isfinite(value).all() for value in result.model.state_dict().values())
+    record = json.loads((run / "training.json").read_text())
+    assert record["result"]["skipped_batches"] == 2
+    assert int(read_log(run)[-1]["step"]) == 12
+
+
+def test_too_many_skipped_batches_in_a_row_stop_the_run_naming_them(treebank, tiny, tmp_path):
+    from syntaxlm.train.checkpoint import read_training_state
+
+    run = tmp_path / "run"
+    config = tiny_config(
+        treebank,
+        {"nan_after": 8},
+        max_steps=20,
+        checkpoint_every=3,
+        on_nonfinite="skip",
+        max_skipped_batches=3,
+    )
+    with pytest.raises(TrainingError) as error:
+        train(config, run, progress=False)
+    message = str(error.value)
+    assert (
+        "3 batches in a row had a non-finite loss or gradient norm (train.max_skipped_batches 3)" in message
+    )
+    assert (
+        "epoch 0, batch 8; epoch 0, batch 9; epoch 0, batch 10; the last, at step 9, the loss nan" in message
+    )
+    assert f"the last good checkpoint is {run / 'checkpoint.safetensors'} (step 6)" in message
+    assert read_training_state(run / "checkpoint.safetensors").step == 6
+
+
+def test_on_nonfinite_must_be_stop_or_skip(treebank, tiny):
+    with pytest.raises(ConfigError, match="train.on_nonfinite must be one of 'stop', 'skip'"):
+        tiny_config(treebank, on_nonfinite="ignore")
+    with pytest.raises(ConfigError, match="train.max_skipped_batches must be at least 1"):
+        tiny_config(treebank, max_skipped_batches=0)
+
+
+# --- problems in the training data, reported before training -------------------------------------------
+
+EMPTY_TREE = "(S (-NONE- *T*-1))"
+UNKNOWN_LABEL_TREE = "(S (XYZ (DT the) (NN cat)) (VP (VBD sat)))"
+
+
+def _problem_treebank(treebank, folder: Path) -> Path:
+    """The session's training trees with, at indices 3, 5 and 7, a tree cleaning leaves empty, a
+    200-word sentence and a tree with a nonterminal the vocabulary lacks."""
+    lines = treebank["train"].read_text().splitlines()
+    long_tree = "(S (NP " + " ".join("(NN bird)" for _ in range(200)) + ") (VP (VBD sang)))"
+    lines[3], lines[5], lines[7] = EMPTY_TREE, long_tree, UNKNOWN_LABEL_TREE
+    path = folder / "problems.trees"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _plm_config(treebank, train_path: Path, on_problem: str):
+    values = {
+        "model": {"model": "plm", "d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 16, "max_length": 160},
+        "data": {
+            "train": str(train_path),
+            "valid": str(treebank["valid"]),
+            "vocab_path": str(treebank["vocab"]),
+            "on_problem": on_problem,
+        },
+        "train": {"batch_size": 16, "max_steps": 2, "eval_every": 2, "device": "cpu"},
+    }
+    return run_config(values, where="test")
+
+
+def test_data_problems_are_reported_with_counts_and_indices_before_training(treebank, tmp_path, capsys):
+    path = _problem_treebank(treebank, tmp_path)
+    with pytest.warns(UserWarning, match="skipped 1 of"):  # the model's own warning, as before
+        result = train(_plm_config(treebank, path, "skip"), tmp_path / "run", progress=False)
+    out = capsys.readouterr().out
+    problems = result.data_problems["train"]
+    assert problems["empty"] == {"count": 1, "meaning": "without words after cleaning; dropped", "first": [3]}
+    assert problems["too_long"]["count"] == 1 and problems["too_long"]["first"] == [5]
+    assert problems["unknown_nonterminal"]["count"] == 1 and problems["unknown_nonterminal"]["first"] == [7]
+    assert result.data_problems["valid"] == {}
+    assert f"data.train {path}: 1 without words after cleaning; dropped (empty): sentences 3" in out
+    assert "1 longer than max_length 160 positions; dropped (too_long): sentences 5" in out
+    assert "1 with nonterminals missing from the vocabulary (unknown_nonterminal): sentences 7" in out
+    assert out.index("data.train") < out.index("step 2: validation loss")  # before training
+    record = json.loads((tmp_path / "run" / "training.json").read_text())
+    assert record["result"]["data_problems"]["train"]["too_long"]["first"] == [5]
+
+
+def test_data_problems_fail_or_stop_the_run_before_it_starts(treebank, tmp_path):
+    path = _problem_treebank(treebank, tmp_path)
+    with pytest.raises(ConfigError) as error:
+        train(_plm_config(treebank, path, "fail"), tmp_path / "fail", progress=False)
+    message = str(error.value)
+    assert str(path) in message and "data.on_problem is fail" in message
+    assert "1 without words after cleaning; dropped (empty): sentences 3" in message
+    assert "1 with nonterminals missing from the vocabulary (unknown_nonterminal): sentences 7" in message
+    assert "sentence 7 has NT(XYZ)" in message
+    assert not (tmp_path / "fail" / "config.json").exists()
+    # report: the model cannot spell the unknown label, so the run stops, as it did before, now saying where
+    with pytest.raises(ConfigError, match=r"sentences 7 \(sentence 7 has NT\(XYZ\)\).*data.on_problem=skip"):
+        train(_plm_config(treebank, path, "report"), tmp_path / "report", progress=False)
+
+
+def test_over_long_and_empty_trees_are_reported_and_trained_around(treebank, tmp_path, capsys):
+    lines = _problem_treebank(treebank, tmp_path).read_text().splitlines()
+    lines[7] = lines[8]  # no unknown label: "report" trains, as the model always did, and reports
+    path = tmp_path / "report.trees"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.warns(UserWarning, match="skipped 1 of"):
+        result = train(_plm_config(treebank, path, "report"), tmp_path / "run", progress=False)
+    assert sorted(result.data_problems["train"]) == ["empty", "too_long"]
+    assert "(too_long): sentences 5" in capsys.readouterr().out
+
+
+def test_models_that_spell_trees_name_the_nonterminals_their_vocabulary_lacks():
+    from syntaxlm.models import build_model
+    from syntaxlm.text.vocab import WordVocab
+    from syntaxlm.trees.tree import Tree
+
+    vocab = WordVocab.build([["the", "cat"]], min_freq=1, symbols=["(S", "S)", "(NP", "NP)"])
+    small = {"d_model": 8, "n_layers": 1, "n_heads": 2, "d_ff": 8}
+    trees = [Tree.from_bracket("(S (NP the cat))"), Tree.from_bracket("(S (XYZ the) (NP cat))")]
+    assert build_model({"model": "tg", **small}, {"vocab": vocab}).unknown_nonterminals(trees) == {
+        1: ["(XYZ", "XYZ)"]
+    }
+    assert build_model({"model": "lm", **small}, {"vocab": vocab}).unknown_nonterminals(trees) == {}

@@ -11,13 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from syntaxlm.models.base import (
+    CONFIG_SHA256,
     ConfigError,
     ModelConfig,
     ModelFileError,
     SyntacticLM,
     config_from_dict,
+    document_sha256,
     read_model_config,
-    read_weights,
+    read_weights_file,
 )
 
 # model name -> "module:Class"
@@ -63,17 +65,28 @@ def build_model(config: ModelConfig | dict[str, Any], vocabularies: dict[str, An
 
 
 def load_model(folder: str | Path, *, map_location: str = "cpu") -> SyntacticLM:
-    """A model saved with ``save_pretrained``; ``ModelFileError`` names what is missing or differs."""
+    """A model saved with ``save_pretrained``; ``ModelFileError`` names what is missing or differs.
+
+    The weights' header names the config they were saved with (``config_sha256``); when the
+    ``config.json`` read differs, the folder was rewritten while it was read and is read once more,
+    so that config, vocabularies and weights come from one save (a second difference is a config
+    edited by hand, and is kept).
+    """
     folder = Path(folder)
-    document = read_model_config(folder)
-    try:
-        config = model_config(document["config"], where=str(folder / "config.json"))
-    except ConfigError as error:
-        raise ModelFileError(str(error), path=folder) from None
-    cls = model_class(config.model)
-    vocabularies = cls.load_vocabularies(folder, document.get("vocabularies", []))
+    for attempt in range(2):
+        document = read_model_config(folder)
+        try:
+            config = model_config(document["config"], where=str(folder / "config.json"))
+        except ConfigError as error:
+            raise ModelFileError(str(error), path=folder) from None
+        cls = model_class(config.model)
+        vocabularies = cls.load_vocabularies(folder, document.get("vocabularies", []))
+        tensors, metadata = read_weights_file(folder)
+        saved_with = metadata.get(CONFIG_SHA256)
+        if attempt or saved_with is None or saved_with == document_sha256(document):
+            break
     model = cls(config, vocabularies)
-    model.load_weights(read_weights(folder), source=str(folder / "model.safetensors"))
+    model.load_weights(tensors, source=str(folder / "model.safetensors"))
     return model.to(map_location).eval()
 
 

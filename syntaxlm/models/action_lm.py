@@ -49,7 +49,7 @@ from torch import Tensor, nn
 
 from syntaxlm.data.batching import Batch, RowCorpus, pad_rows
 from syntaxlm.errors import ActionSequenceError, TreeError
-from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM
+from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM, missing_symbols
 from syntaxlm.models.decoding import ActionGrammar, Decoder, symbol_ids
 from syntaxlm.models.layers.transformer import KeyCache, TransformerStack
 from syntaxlm.structure.actions import (
@@ -240,19 +240,27 @@ class ActionLM(SyntacticLM):
         if self.direction:
             rows["scaffold"] = []
         skipped = {"too_many_actions": 0, "empty_constituent": 0, "too_long": 0}
+        meaning = {
+            "too_many_actions": f"with more than max_actions {self.config.max_actions} actions; dropped",
+            "empty_constituent": "with an empty constituent; dropped",
+            "too_long": f"longer than max_length {self.config.max_length} positions; dropped",
+        }
         n_trees = 0
-        for tree in trees:
+        for index, tree in enumerate(trees):
             n_trees += 1
             actions = _rnng_actions(tree)
+            problem = None
             if actions is None:
-                skipped["empty_constituent"] += 1
-                continue
-            if len(actions) > self.config.max_actions:
-                skipped["too_many_actions"] += 1
-                continue
-            row = self._training_row(tree, actions)
-            if len(row["inputs"]) > self.config.max_length:
-                skipped["too_long"] += 1
+                problem = "empty_constituent"
+            elif len(actions) > self.config.max_actions:
+                problem = "too_many_actions"
+            else:
+                row = self._training_row(tree, actions)
+                if len(row["inputs"]) > self.config.max_length:
+                    problem = "too_long"
+            if problem is not None:
+                skipped[problem] += 1
+                self.report_problem(problem, index, meaning[problem])
                 continue
             for name, values in row.items():
                 rows[name].append(values)
@@ -273,6 +281,12 @@ class ActionLM(SyntacticLM):
             fields["open_start"], fill["open_start"] = open_starts(kinds), -1
         targets = {"lm": "labels", "scaffold": "scaffold"} if self.direction else {"lm": "labels"}
         return RowCorpus(fields, lengths, target_fields=targets, order="shuffled", fill=fill)
+
+    def unknown_nonterminals(self, trees: Sequence[Tree]) -> dict[int, list[str]]:
+        """The RNNG symbols the vocabulary lacks, for the models that read actions."""
+        if not self.reads_actions:
+            return {}
+        return missing_symbols(trees, self.vocab, "rnng")
 
     def _training_row(self, tree: Tree, actions: Actions) -> dict[str, np.ndarray]:
         if self.reads_actions:

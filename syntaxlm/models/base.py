@@ -3,7 +3,9 @@
 A model is an ``nn.Module`` with a small dataclass config and the vocabularies it reads. The
 trainer, the evaluations and the CLI talk to models only through this class:
 
-- ``prepare(trees)`` turns a treebank into the model's training corpus (numpy rows, made once);
+- ``prepare(trees)`` turns a treebank into the model's training corpus (numpy rows, made once),
+  reporting every tree it drops or cuts with ``report_problem`` (``prepare_with_problems`` collects
+  them into ``DataProblems``); ``unknown_nonterminals(trees)`` names the labels it cannot spell;
 - ``loss(batch, state)`` returns per-part *sums* of negative log-likelihood (nats) and how many
   targets each sum covers, so that the trainer can normalise over a whole global batch (gradient
   accumulation and data parallelism then give the numbers of one big batch); ``loss_weights``
@@ -16,12 +18,18 @@ trainer, the evaluations and the CLI talk to models only through this class:
 - ``save_pretrained(folder)`` / ``from_pretrained(folder)`` (= ``syntaxlm.models.load_model``):
   ``config.json`` + ``model.safetensors``
   + the vocabulary folders. Loading checks every tensor's name and shape and says what differs.
+
+``model.safetensors`` carries in its header the sha256 of its tensors (``tensors_sha256``) and of
+the config it was saved with (``config_sha256``); loading checks both when present (files written
+before they were added load without the check).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,8 +37,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load as load_safetensors_bytes
+from safetensors.torch import save_file
 from torch import Tensor, nn
 
 from syntaxlm.data.batching import Batch, RowCorpus
@@ -40,6 +49,8 @@ from syntaxlm.models.decoding import ActionGrammar, Decoder
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
+TENSORS_SHA256 = "tensors_sha256"  # safetensors header key: ``tensors_sha256`` of the file's tensors
+CONFIG_SHA256 = "config_sha256"  # safetensors header key: sha256 of the config.json document saved with them
 
 
 class ModelFileError(InputFormatError):
@@ -90,6 +101,45 @@ class LossOutput:
 
 
 @dataclass
+class DataProblems:
+    """Sentences of a treebank a model cannot train on as they are, by kind of problem: the
+    sentences' indices and what happened to them (``meaning``, e.g. "longer than max_length 512
+    positions; dropped")."""
+
+    found: dict[str, list[int]] = field(default_factory=dict)
+    meaning: dict[str, str] = field(default_factory=dict)
+
+    def add(self, kind: str, index: int, meaning: str) -> None:
+        self.found.setdefault(kind, []).append(index)
+        self.meaning.setdefault(kind, meaning)
+
+    def __bool__(self) -> bool:
+        return any(self.found.values())
+
+    def merged(self, other: DataProblems, positions: Sequence[int] | None = None) -> DataProblems:
+        """Both reports in one; ``positions[i]`` is this report's index of ``other``'s sentence ``i``."""
+        out = DataProblems({kind: list(values) for kind, values in self.found.items()}, dict(self.meaning))
+        for kind, indices in other.found.items():
+            for index in indices:
+                out.add(kind, positions[index] if positions is not None else index, other.meaning[kind])
+        return out
+
+    def lines(self, shown: int = 5) -> list[str]:
+        """One line per kind: count, meaning, the first ``shown`` sentence indices (0-based)."""
+        lines = []
+        for kind, indices in self.found.items():
+            first = ", ".join(map(str, sorted(indices)[:shown])) + (", ..." if len(indices) > shown else "")
+            lines.append(f"{len(indices)} {self.meaning[kind]} ({kind}): sentences {first}")
+        return lines
+
+    def to_dict(self, shown: int = 20) -> dict[str, Any]:
+        return {
+            kind: {"count": len(indices), "meaning": self.meaning[kind], "first": sorted(indices)[:shown]}
+            for kind, indices in self.found.items()
+        }
+
+
+@dataclass
 class Sample:
     """A generated sentence: its words, the tree when the model generates one, and its log-prob."""
 
@@ -112,6 +162,7 @@ class SyntacticLM(nn.Module, ABC):
         config.check()
         self.config = config
         self.vocabularies = dict(vocabularies)
+        self._problems: DataProblems | None = None  # collecting what prepare reports
 
     # --- vocabularies -------------------------------------------------------------------------
 
@@ -142,6 +193,27 @@ class SyntacticLM(nn.Module, ABC):
     def prepare(self, trees: Sequence[Any]) -> RowCorpus:
         """The training corpus of ``trees``: ``Tree``s in the Choe–Charniak view (no POS tags), or
         ``DepTree``s for models whose ``reads`` include "dependency"."""
+
+    def report_problem(self, kind: str, index: int, meaning: str) -> None:
+        """What ``prepare`` calls for each tree it drops or cuts: ``kind`` a short name (``too_long``),
+        ``index`` the tree's index in ``trees``, ``meaning`` what it is and what was done ("longer than
+        max_length 512 positions; dropped"). Collected by ``prepare_with_problems``."""
+        if self._problems is not None:
+            self._problems.add(kind, index, meaning)
+
+    def prepare_with_problems(self, trees: Sequence[Any]) -> tuple[RowCorpus, DataProblems]:
+        """``prepare(trees)`` and the problems it reported (indices into ``trees``)."""
+        self._problems = problems = DataProblems()
+        try:
+            corpus = self.prepare(trees)
+        finally:
+            self._problems = None
+        return corpus, problems
+
+    def unknown_nonterminals(self, trees: Sequence[Any]) -> dict[int, list[str]]:
+        """``{tree index: its nonterminal symbols the vocabulary lacks}`` for the trees ``prepare``
+        could not spell; models that read only the words have none."""
+        return {}
 
     @abstractmethod
     def loss(self, batch: Batch, state: Any = None) -> LossOutput:
@@ -183,10 +255,19 @@ class SyntacticLM(nn.Module, ABC):
             vocabulary.save(folder / name)
         # Cloned: safetensors refuses tensors that share memory (tied weights).
         tensors = {name: t.detach().cpu().clone().contiguous() for name, t in self.state_dict().items()}
-        tmp = folder / f".{WEIGHTS_FILE}.tmp"
-        save_file(tensors, str(tmp), metadata={"model": self.config.model})
-        tmp.replace(folder / WEIGHTS_FILE)
         document = {"config": self.config.to_dict(), "vocabularies": sorted(self.vocabularies)}
+        metadata = {
+            "model": self.config.model,
+            TENSORS_SHA256: tensors_sha256(tensors),
+            CONFIG_SHA256: document_sha256(document),
+        }
+        tmp = folder / f".{WEIGHTS_FILE}.tmp"
+        try:
+            save_file(tensors, str(tmp), metadata=metadata)
+            tmp.replace(folder / WEIGHTS_FILE)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         with atomic_writer(folder / CONFIG_FILE) as handle:
             json.dump(document, handle, indent=2)
             handle.write("\n")
@@ -227,6 +308,30 @@ class SyntacticLM(nn.Module, ABC):
         self.load_state_dict(tensors)
 
 
+def missing_symbols(trees: Sequence[Any], vocab, style: str) -> dict[int, list[str]]:
+    """``{index: symbols}`` of the trees whose tree-building actions in ``style`` (``choe-charniak``,
+    ``rnng``) are not symbols of ``vocab`` (trees without actions, e.g. with an empty constituent,
+    are left to ``prepare``)."""
+    from syntaxlm.errors import TreeError
+    from syntaxlm.structure.actions import ActionKind, tree_to_actions
+
+    symbols = frozenset(vocab.symbols)
+    missing = {}
+    for index, tree in enumerate(trees):
+        try:
+            actions = tree_to_actions(tree, style)
+        except TreeError:
+            continue
+        unknown = {
+            token
+            for token, kind in zip(actions.tokens, actions.kinds.tolist(), strict=True)
+            if kind != ActionKind.WORD and token not in symbols
+        }
+        if unknown:
+            missing[index] = sorted(unknown)
+    return missing
+
+
 def config_from_dict(config_class: type[ModelConfig], values: dict[str, Any], *, where: str) -> ModelConfig:
     """``config_class(**values)`` with a ``ConfigError`` naming ``where`` for unknown or mistyped keys."""
     known = {f.name: f for f in dataclasses.fields(config_class)}
@@ -265,10 +370,78 @@ def read_model_config(folder: str | Path) -> dict[str, Any]:
 
 
 def read_weights(folder: str | Path) -> dict[str, Tensor]:
+    """The tensors of ``folder/model.safetensors``, checked against the sha256 in its header."""
+    return read_weights_file(folder)[0]
+
+
+def read_weights_file(folder: str | Path) -> tuple[dict[str, Tensor], dict[str, str]]:
+    """The tensors of ``folder/model.safetensors`` (checked against its ``tensors_sha256``) and its
+    header's metadata; ``ModelFileError`` naming the file when it is missing, damaged or cut short."""
     path = Path(folder) / WEIGHTS_FILE
     if not path.is_file():
         raise ModelFileError(f"no {WEIGHTS_FILE}", path=folder)
     try:
-        return load_file(str(path))
-    except (SafetensorError, OSError) as error:
+        tensors, metadata = read_safetensors(path)
+    except (SafetensorError, OSError, ValueError, RuntimeError) as error:
         raise ModelFileError(f"cannot read the weights: {error}", path=path) from None
+    check_tensors_sha256(tensors, metadata, path, ModelFileError)
+    return tensors, metadata
+
+
+# --- integrity of tensor files ---------------------------------------------------------------------
+
+
+def read_safetensors(path: str | Path) -> tuple[dict[str, Tensor], dict[str, str]]:
+    """The tensors (on the CPU) and header metadata of a safetensors file, read through one open file.
+
+    ``safe_open`` opens the file by name for its header and again for each tensor's storage, so a
+    file renamed over ``path`` in between (a checkpoint or model being saved) would give tensors of
+    two files. Here every read goes through the descriptor opened first (``/proc/self/fd``); where
+    there is none, the whole file is read at once.
+    """
+    with open(path, "rb") as handle:
+        opened = f"/proc/self/fd/{handle.fileno()}"
+        if not os.path.exists(opened):
+            data = handle.read()
+            tensors = load_safetensors_bytes(data)
+            header = json.loads(data[8 : 8 + int.from_bytes(data[:8], "little")])
+            return tensors, header.get("__metadata__") or {}
+        with safe_open(opened, framework="pt") as file:
+            metadata = file.metadata() or {}
+            tensors = {name: file.get_tensor(name) for name in file.keys()}  # noqa: SIM118
+    return tensors, metadata
+
+
+def tensors_sha256(tensors: dict[str, Tensor]) -> str:
+    """The sha256 (hex) of a safetensors file's tensors, over the tensors in the order of their names
+    (Unicode code points): for each, the line ``"<name> <dtype> <shape as a JSON list>\\n"`` (UTF-8;
+    dtype as torch names it without ``torch.``, e.g. ``float32``), then its bytes in row-major order,
+    little-endian, as safetensors stores them."""
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        tensor = tensors[name].detach()
+        dtype = str(tensor.dtype).removeprefix("torch.")
+        digest.update(f"{name} {dtype} {json.dumps(list(tensor.shape))}\n".encode())
+        flat = tensor.to("cpu").contiguous().reshape(-1)
+        if flat.numel():
+            digest.update(flat.view(torch.uint8).numpy().data)
+    return digest.hexdigest()
+
+
+def check_tensors_sha256(
+    tensors: dict[str, Tensor], metadata: dict[str, str], path: str | Path, error: type[InputFormatError]
+) -> None:
+    """Raise ``error`` naming ``path`` when the header's ``tensors_sha256`` (if any) does not match."""
+    expected = metadata.get(TENSORS_SHA256)
+    if expected is not None and tensors_sha256(tensors) != expected:
+        raise error(
+            "the tensors do not match the sha256 in the file's header: the file is damaged",
+            path=path,
+            expected=f"tensors with sha256 {expected}",
+        )
+
+
+def document_sha256(document: Any) -> str:
+    """The sha256 of a JSON document in a canonical spelling (sorted keys, no spaces)."""
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()

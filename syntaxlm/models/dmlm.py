@@ -290,6 +290,7 @@ class DependencyMixtureLM(SyntacticLM):
             row = self.training_row(_as_dependency_tree(tree, index))
             if limit is not None and len(row["inputs"]) > limit:
                 skipped += 1
+                self.report_problem("too_long", index, f"longer than max_length {limit} positions; dropped")
                 continue
             for name, values in row.items():
                 rows[name].append(values)

@@ -550,6 +550,11 @@ class SyntacticOrderedMemory(SyntacticLM):
             ids, binary = self._encode_tree(tree, index)
             if required_slots(binary, sentence=index) > self.config.n_slots:
                 skipped += 1
+                self.report_problem(
+                    "too_many_slots",
+                    index,
+                    f"needing more than n_slots {self.config.n_slots} memory slots; dropped",
+                )
                 continue
             gold = structure_labels(binary, self.config.n_slots, sentence=index)
             n = len(ids)

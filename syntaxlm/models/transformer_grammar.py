@@ -46,7 +46,7 @@ from torch import Tensor, nn
 
 from syntaxlm.data.batching import Batch, RowCorpus
 from syntaxlm.errors import ActionSequenceError, SentenceError
-from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM
+from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM, missing_symbols
 from syntaxlm.models.decoding import KEEP, ActionGrammar, Decoder, symbol_ids
 from syntaxlm.models.layers.attention import Kernel, RelativePositions
 from syntaxlm.models.layers.transformer import KeyCache, TransformerStack, next_memory
@@ -171,6 +171,10 @@ class TransformerGrammar(SyntacticLM):
         return segment_sequences(
             sequences, self.config.segment_length, memory_length=self.config.memory_length, memory=memory
         )
+
+    def unknown_nonterminals(self, trees: Sequence[Tree]) -> dict[int, list[str]]:
+        """The ``(X``/``X)`` symbols the vocabulary lacks (every variant spells the tree's actions)."""
+        return missing_symbols(trees, self.vocab, "choe-charniak")
 
     def prepare(self, trees: Sequence[Tree]) -> RowCorpus:
         sequences = self.sequences(trees)

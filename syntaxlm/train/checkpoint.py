@@ -9,7 +9,9 @@
 
 and in its JSON header (``__metadata__``, readable with any safetensors tool) the scalar state:
 step, epoch, next batch, best validation loss and step, patience counter, the optimiser's
-parameter groups, and the shape of the carried state. No pickle: loading runs no code.
+parameter groups, and the shape of the carried state; and ``tensors_sha256``, the sha256 of all the
+tensors (``syntaxlm.models.base.tensors_sha256``), checked on loading when present (checkpoints
+written before it was added load without the check). No pickle: loading runs no code.
 
 Randomness needs no saving: the trainer seeds every step from ``(seed, rank, step)``.
 """
@@ -20,6 +22,7 @@ import contextlib
 import json
 import os
 import tempfile
+import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -30,10 +33,13 @@ from safetensors.torch import save_file
 from torch import Tensor
 
 from syntaxlm.errors import InputFormatError
+from syntaxlm.models.base import TENSORS_SHA256, check_tensors_sha256, read_safetensors, tensors_sha256
 
 CHECKPOINT_FILE = "checkpoint.safetensors"
 FORMAT = "syntaxlm-checkpoint"
 VERSION = 1
+# Test hook: seconds to pause after the temporary file is written, before it is renamed (crash tests).
+PAUSE_BEFORE_RENAME_ENV = "SYNTAXLM_TEST_CHECKPOINT_PAUSE_S"
 
 
 class CheckpointError(InputFormatError):
@@ -55,6 +61,8 @@ class TrainingState:
     bad_validations: int = 0
     world_size: int = 1
     log_interval: dict[str, Any] = field(default_factory=dict)  # training numbers since the last log row
+    skipped_batches: int = 0  # batches skipped for a non-finite loss (train.on_nonfinite: skip)
+    skipped_in_a_row: list[list[int]] = field(default_factory=list)  # [epoch, batch] of the latest ones
 
 
 @dataclass
@@ -92,7 +100,12 @@ def save_checkpoint(
         "optimizer": optimizer_json,
         "carried": carried_json,
     }
-    metadata = {"format": FORMAT, "version": str(VERSION), "training": json.dumps(header)}
+    metadata = {
+        "format": FORMAT,
+        "version": str(VERSION),
+        "training": json.dumps(header),
+        TENSORS_SHA256: tensors_sha256(tensors),
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
@@ -101,6 +114,8 @@ def save_checkpoint(
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o644)
+        if os.environ.get(PAUSE_BEFORE_RENAME_ENV):
+            time.sleep(float(os.environ[PAUSE_BEFORE_RENAME_ENV]))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -123,9 +138,7 @@ def load_checkpoint(path: str | Path, *, map_location: str | torch.device = "cpu
         raise CheckpointError("no such checkpoint file", path=path)
     expected = "a checkpoint written by syntaxlm train"
     try:
-        with safe_open(str(path), framework="pt", device=str(map_location)) as handle:
-            metadata = handle.metadata() or {}
-            tensors = {name: handle.get_tensor(name) for name in handle.keys()}  # noqa: SIM118
+        tensors, metadata = read_safetensors(path)  # one file, even if a new one is renamed over it
     except (SafetensorError, OSError, ValueError, RuntimeError) as error:
         raise CheckpointError(
             f"cannot read the checkpoint; the file is damaged or cut short ({error})",
@@ -138,6 +151,8 @@ def load_checkpoint(path: str | Path, *, map_location: str | torch.device = "cpu
         raise CheckpointError(
             f"checkpoint format version {metadata.get('version')!r}", path=path, expected=f"{VERSION}"
         )
+    check_tensors_sha256(tensors, metadata, path, CheckpointError)
+    tensors = {name: tensor.to(map_location) for name, tensor in tensors.items()}
     try:
         header = json.loads(metadata["training"])
         known = {f.name for f in fields(TrainingState)}

@@ -53,6 +53,9 @@ class DataConfig:
     pos_tags: bool = True
     vocab: VocabSettings | None = None
     vocab_path: str | None = None
+    # Sentences the model cannot train on as they are (empty, too long, unknown nonterminals):
+    # "report" them and go on as the model does, "skip" them, or "fail" before training.
+    on_problem: Literal["report", "skip", "fail"] = "report"
 
     def __post_init__(self):
         if self.vocab is None and self.vocab_path is None:
@@ -100,6 +103,10 @@ class TrainConfig:
     checkpoint_every: int = 200
     device: Literal["auto", "cpu", "cuda"] = "auto"
     epochs: int | None = None
+    # A NaN or infinite loss or gradient norm: "stop" the run, or "skip" the step's batches (no
+    # update) and stop after ``max_skipped_batches`` skipped in a row.
+    on_nonfinite: Literal["stop", "skip"] = "stop"
+    max_skipped_batches: int = 10
 
     def check(self, where: str) -> None:
         at_least_one = [
@@ -109,6 +116,7 @@ class TrainConfig:
             "eval_every",
             "log_every",
             "checkpoint_every",
+            "max_skipped_batches",
         ]
         for name in at_least_one + ["patience", "epochs"]:
             value = getattr(self, name)

@@ -29,13 +29,16 @@ resumed run draws the same dropout masks as one that was never stopped.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import math
 import os
 import random
 import shutil
+import sys
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +51,7 @@ from syntaxlm.data.batching import Batch, RowCorpus
 from syntaxlm.errors import InputFormatError, SyntaxlmError
 from syntaxlm.files import atomic_writer, read_json
 from syntaxlm.models import ConfigError, SyntacticLM, model_class
-from syntaxlm.models.base import LossOutput
+from syntaxlm.models.base import DataProblems, LossOutput
 from syntaxlm.results import result_record, write_result
 from syntaxlm.train.checkpoint import (
     CHECKPOINT_FILE,
@@ -67,8 +70,21 @@ BEST, LAST = "best", "last"
 # Keys a resumed run may change: they decide when to stop, log or save, not what a step computes.
 RESUMABLE_CHANGES = frozenset(
     f"train.{key}"
-    for key in ("max_steps", "epochs", "log_every", "checkpoint_every", "eval_every", "patience", "device")
+    for key in (
+        "max_steps",
+        "epochs",
+        "log_every",
+        "checkpoint_every",
+        "eval_every",
+        "patience",
+        "device",
+        "on_nonfinite",
+        "max_skipped_batches",
+    )
 )
+# Keys added to recipes after runs were made: a run's config without one had its default.
+ADDED_KEYS = {"data.on_problem": "report", "train.on_nonfinite": "stop", "train.max_skipped_batches": 10}
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 
 class TrainingError(SyntaxlmError):
@@ -87,6 +103,8 @@ class TrainResult:
     last_valid_loss: float | None
     unigram_valid_loss: float
     model: SyntacticLM
+    skipped_batches: int = 0  # batches of steps skipped for a non-finite loss (train.on_nonfinite: skip)
+    data_problems: dict[str, Any] = field(default_factory=dict)  # {"train"/"valid": DataProblems.to_dict()}
 
     @property
     def best_valid_perplexity(self) -> float | None:
@@ -414,15 +432,69 @@ def treebank_kind(path: str | Path) -> str:
 def read_treebank(path: str | Path, *, pos_tags: bool = True) -> list:
     """The trees of a file: PTB brackets in the Choe–Charniak view (no traces, function tags, ROOT
     or POS tags) as ``Tree``s, or CoNLL-U (``.conllu``, ``.conll``) as ``DepTree``s."""
+    return read_treebank_positions(path, pos_tags=pos_tags)[0]
+
+
+def read_treebank_positions(path: str | Path, *, pos_tags: bool = True) -> tuple[list, list[int], list[int]]:
+    """``read_treebank``, with each tree's index in the file and the indices of the trees the
+    reader dropped because cleaning left them without words (only traces, e.g.)."""
     from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
     from syntaxlm.trees.dependency import ConlluReader, is_conllu
     from syntaxlm.trees.ptb import TreeReader
 
     if is_conllu(path):
-        return list(ConlluReader(path))
-
+        trees = list(ConlluReader(path))
+        return trees, list(range(len(trees))), []
     cleaning = CHOE_CHARNIAK_CLEANING if pos_tags else replace(CHOE_CHARNIAK_CLEANING, drop_pos_tags=False)
-    return list(TreeReader(path, cleaning=cleaning, pos_tags=pos_tags))
+    reader = TreeReader(path, cleaning=cleaning, pos_tags=pos_tags)
+    trees, positions, empty = [], [], []
+    for tree in reader:  # trees emptied by cleaning are counted between two yields
+        while len(positions) + len(empty) < len(trees) + reader.report.emptied:
+            empty.append(len(positions) + len(empty))
+        positions.append(len(positions) + len(empty))
+        trees.append(tree)
+    while len(positions) + len(empty) < len(trees) + reader.report.emptied:
+        empty.append(len(positions) + len(empty))
+    return trees, positions, empty
+
+
+def prepared_corpus(
+    model: SyntacticLM, path: Path, treebank: tuple[list, list[int], list[int]], *, on_problem: str
+) -> tuple[RowCorpus, DataProblems]:
+    """The model's corpus of the treebank ``path`` (as ``read_treebank_positions`` gives it) and the
+    problems found in it, by sentence index in the file: trees left empty by cleaning, nonterminals
+    the vocabulary lacks, and what ``prepare`` drops. ``on_problem``: ``report`` (trees the model
+    cannot spell stop the run, as they would in ``prepare``), ``skip`` (they are left out) or
+    ``fail`` (any problem is a ``ConfigError``)."""
+    trees, positions, empty = treebank
+    problems = DataProblems()
+    for index in empty:
+        problems.add("empty", index, "without words after cleaning; dropped")
+    unknown = model.unknown_nonterminals(trees)
+    for index in unknown:
+        problems.add("unknown_nonterminal", positions[index], "with nonterminals missing from the vocabulary")
+    if (unknown and on_problem != "skip") or (problems and on_problem == "fail"):
+        raise ConfigError(_problem_message(path, problems, on_problem, unknown, positions))
+    if unknown:
+        kept = [i for i in range(len(trees)) if i not in unknown]
+        trees, positions = [trees[i] for i in kept], [positions[i] for i in kept]
+    corpus, dropped = model.prepare_with_problems(trees)
+    problems = problems.merged(dropped, positions)
+    if problems and on_problem == "fail":
+        raise ConfigError(_problem_message(path, problems, on_problem, {}, positions))
+    return corpus, problems
+
+
+def _problem_message(
+    path: Path, problems: DataProblems, on_problem: str, unknown: dict[int, list[str]], positions: list[int]
+) -> str:
+    text = f"{path}: " + "; ".join(problems.lines())
+    if unknown:
+        first = next(iter(unknown))
+        text += f" (sentence {positions[first]} has {', '.join(unknown[first][:5])})"
+    if on_problem == "fail":
+        return text + " (data.on_problem is fail; set it to skip to train without these sentences)"
+    return text + "; build the vocabulary from these trees, or set data.on_problem=skip to leave them out"
 
 
 # --- the run -------------------------------------------------------------------------------------------
@@ -473,15 +545,22 @@ def _train(
     if processes.main:
         out.mkdir(parents=True, exist_ok=True)
         remove_partial_checkpoints(out)
+        repair_model_folders(out)
     paths, vocab = _prepare_files(config, out, processes, fresh=fresh)
 
-    train_trees = read_treebank(paths["train"], pos_tags=config.data.pos_tags)
-    valid_trees = read_treebank(paths["valid"], pos_tags=config.data.pos_tags)
+    treebanks = {
+        role: read_treebank_positions(paths[role], pos_tags=config.data.pos_tags)
+        for role in ("train", "valid")
+    }
     cls = model_class(config.model.model)
     _seed_everything(tc.seed)
-    model = cls(config.model, cls.vocabularies_for(config.model, train_trees, vocab))
-    train_corpus = model.prepare(train_trees)
-    valid_corpus = model.prepare(valid_trees)
+    model = cls(config.model, cls.vocabularies_for(config.model, treebanks["train"][0], vocab))
+    prepared = {
+        role: prepared_corpus(model, paths[role], treebank, on_problem=config.data.on_problem)
+        for role, treebank in treebanks.items()
+    }
+    del treebanks
+    (train_corpus, train_problems), (valid_corpus, valid_problems) = prepared["train"], prepared["valid"]
     if len(train_corpus) == 0:
         raise TrainingError(f"{paths['train']}: no training rows (is the treebank empty?)")
     if len(valid_corpus) == 0:
@@ -528,6 +607,9 @@ def _train(
     log.note(
         f"unigram baseline validation loss {unigram:.4f} nats/token (perplexity {math.exp(unigram):.2f})"
     )
+    for role, problems in (("train", train_problems), ("valid", valid_problems)):
+        for line in problems.lines():
+            log.note(f"data.{role} {paths[role]}: {line}")
     if state.step:
         log.note(f"resuming at step {state.step} (epoch {state.epoch}, batch {state.batch})")
 
@@ -623,15 +705,38 @@ def _train(
             )
             if not (math.isfinite(loss) and math.isfinite(grad_norm)):
                 what = f"loss {loss}" if not math.isfinite(loss) else f"gradient norm {grad_norm}"
-                raise TrainingError(
-                    f"training stopped: the {what} at step {state.step + 1} is not finite; the parameters "
-                    f"were not updated; {last_good_checkpoint()}. Try a lower train.lr or "
-                    "train.clip_norm, or train.precision fp32"
+                optimizer.zero_grad(set_to_none=True)
+                batches = [[epoch, index - 1] for epoch, index, _ in taken]
+                step, names = state.step + 1, _batch_names(batches)
+                if tc.on_nonfinite == "stop":
+                    raise TrainingError(
+                        f"training stopped: the {what} at step {step} is not finite ({names}); the "
+                        f"parameters were not updated; {last_good_checkpoint()}. Try a lower train.lr or "
+                        "train.clip_norm, train.precision fp32, or train.on_nonfinite skip"
+                    )
+                # Skipped: no update, the optimiser's state untouched, the step not counted; the
+                # next step starts after these batches, with the streams' carried state dropped.
+                state.skipped_batches += len(batches)
+                state.skipped_in_a_row.extend(batches)
+                state.epoch, state.batch = taken[-1][0], taken[-1][1]
+                carried = None
+                if len(state.skipped_in_a_row) >= tc.max_skipped_batches:
+                    raise TrainingError(
+                        f"training stopped: {len(state.skipped_in_a_row)} batches in a row had a non-finite "
+                        f"loss or gradient norm (train.max_skipped_batches {tc.max_skipped_batches}): "
+                        f"{_batch_names(state.skipped_in_a_row)}; the last, at step {step}, the {what}; "
+                        f"{last_good_checkpoint()}. Try a lower train.lr or train.clip_norm"
+                    )
+                log.note(
+                    f"skipped step {step} ({names}): the {what} is not finite; no update "
+                    f"({len(state.skipped_in_a_row)} in a row, {state.skipped_batches} in all)"
                 )
+                continue
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             state.step += 1
             state.epoch, state.batch = taken[-1][0], taken[-1][1]
+            state.skipped_in_a_row = []
             interval.add(totals, step_sums.counts, grad_norm)
 
             row: dict[str, Any] = {}
@@ -665,6 +770,14 @@ def _train(
             save_model_folder(model, out / LAST)
             if not (out / BEST).is_dir():
                 save_model_folder(model, out / BEST)
+    except OSError as error:
+        if error.errno not in NO_SPACE:
+            raise
+        raise TrainingError(
+            f"training stopped at step {state.step}: no space left on the device of {out} "
+            f"(writing {error.filename or 'a file'}); {last_good_checkpoint()}, intact. Free space, "
+            "then resume (--resume)"
+        ) from error
     finally:
         log.close()
 
@@ -677,6 +790,8 @@ def _train(
         last_valid_loss=state.last_valid_loss,
         unigram_valid_loss=unigram,
         model=model,
+        skipped_batches=state.skipped_batches,
+        data_problems={"train": train_problems.to_dict(), "valid": valid_problems.to_dict()},
     )
     if processes.main:
         record = result_record(
@@ -694,6 +809,8 @@ def _train(
                 "train_tokens": train_corpus.n_targets.get("lm", 0),
                 "parameters": n_parameters,
                 "loss_unit": "nats per target token (lm part)",
+                "skipped_batches": state.skipped_batches,
+                "data_problems": result.data_problems,
             },
             inputs={role: path for role, path in paths.items()},
             options={"config": config.to_dict(), "world_size": processes.world_size},
@@ -718,17 +835,57 @@ def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
 
 
 def save_model_folder(model: SyntacticLM, folder: Path) -> Path:
-    """``save_pretrained`` into a temporary folder that replaces ``folder`` once complete."""
+    """``save_pretrained`` into a temporary folder that then takes the place of ``folder`` at once.
+
+    On Linux the two folders are swapped in one system call (``renameat2`` with
+    ``RENAME_EXCHANGE``): a reader of ``folder`` finds the old model or the new one, never a
+    missing folder or a partial file. Elsewhere the old folder is moved aside first, and
+    ``repair_model_folders`` puts it back if the process dies before the new one is in place.
+    """
     tmp = folder.with_name(f".{folder.name}.tmp")
     old = folder.with_name(f".{folder.name}.old")
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
+    try:
+        model.save_pretrained(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if folder.exists() and _exchange(tmp, folder):
+        shutil.rmtree(tmp, ignore_errors=True)  # the previous model
+        return folder
     shutil.rmtree(old, ignore_errors=True)
     if folder.exists():
         folder.rename(old)
     tmp.rename(folder)
     shutil.rmtree(old, ignore_errors=True)
     return folder
+
+
+def repair_model_folders(out: Path) -> None:
+    """After a crash: drop half-written model folders, put back one moved aside (``save_model_folder``)."""
+    for name in (BEST, LAST):
+        folder, tmp, old = out / name, out / f".{name}.tmp", out / f".{name}.old"
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old.is_dir() and not folder.exists():
+            old.rename(folder)
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two paths atomically (Linux ``renameat2(RENAME_EXCHANGE)``); False where that is not available."""
+    if not sys.platform.startswith("linux"):
+        return False
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:  # C library older than glibc 2.28
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_cwd, exchange = -100, 2  # AT_FDCWD, RENAME_EXCHANGE
+    if renameat2(at_cwd, os.fsencode(first), at_cwd, os.fsencode(second), exchange) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # a file system without it
+        return False
+    raise OSError(code, os.strerror(code), str(second))
 
 
 # --- helpers of the loop -------------------------------------------------------------------------------
@@ -825,6 +982,14 @@ class _Interval:
         return row
 
 
+def _batch_names(batches: list[list[int]]) -> str:
+    """``epoch 0, batch 8; ...`` (0-based batch indices in the epoch's order), long lists shortened."""
+    names = [f"epoch {epoch}, batch {batch}" for epoch, batch in batches]
+    if len(names) > 6:
+        names = [*names[:3], f"... {len(names) - 5} more", *names[-2:]]
+    return "; ".join(names)
+
+
 def _checkpoint_step(path: Path) -> int | str:
     from syntaxlm.train.checkpoint import read_training_state
 
@@ -842,7 +1007,7 @@ def _check_resumable(config: RunConfig, saved_path: Path) -> None:
     saved = saved.get("train_config") if isinstance(saved, dict) else None
     if not isinstance(saved, dict):
         raise TrainingError(f"{saved_path}: no train_config; was this folder written by syntaxlm train?")
-    now, before = _flat(config.to_dict()), _flat(saved)
+    now, before = _flat(config.to_dict()), {**ADDED_KEYS, **_flat(saved)}
     changed = sorted(key for key in now.keys() | before.keys() if now.get(key) != before.get(key))
     changed = [key for key in changed if key not in RESUMABLE_CHANGES]
     if changed:

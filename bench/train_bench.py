@@ -48,13 +48,18 @@ def model_section(name: str, scale: str) -> dict:
         return yaml.safe_load(handle)["model"]
 
 
-def matmul_peak_gflops(n: int = 2048, repeats: int = 10) -> float:
-    a, b = torch.randn(n, n), torch.randn(n, n)
+def matmul_peak_gflops(device: str, n: int = 2048, repeats: int = 10) -> float:
+    """fp32 ``[n, n] @ [n, n]`` throughput on ``device`` (the peak the model FLOPs are put against)."""
+    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
     a @ b
     rates = []
     for _ in range(repeats):
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
         start = time.perf_counter()
         a @ b
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
         rates.append(2 * n**3 / (time.perf_counter() - start) / 1e9)
     return statistics.median(rates)
 
@@ -116,7 +121,7 @@ def main() -> None:
     train = folder / "data" / "train.trees"
     trees = list(TreeReader(train, cleaning=CHOE_CHARNIAK_CLEANING))
     vocab = build_vocabulary(train, folder / "vocab", kind="word", min_freq=1)
-    peak = matmul_peak_gflops()
+    peak = matmul_peak_gflops(args.device)
     report = {
         "benchmark": "train",
         "date": date.today().isoformat(),

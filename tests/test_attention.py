@@ -80,14 +80,16 @@ def test_rows_without_keys_give_finite_values():
 
 
 @pytest.mark.skipif(not flex_available(), reason="this torch has no FlexAttention")
-@pytest.mark.parametrize("per_head", [False, True])
-def test_flex_and_sdpa_kernels_agree(per_head):
+@pytest.mark.parametrize("layout", ["per_sentence", "per_head", "shared_by_the_batch"])
+def test_flex_and_sdpa_kernels_agree(layout):
     torch.manual_seed(0)
     attention = Attention(16, 4).eval()
     positions = RelativePositions(16, -1, 8)
     x, mem, mask, distance = _inputs()
-    if per_head:
+    if layout == "per_head":
         mask = torch.rand(2, 4, 6, 9, generator=torch.Generator().manual_seed(1)) > 0.5
+    if layout == "shared_by_the_batch":  # one causal-style mask and one distance table broadcast
+        mask, distance = mask[:1], distance[:1]
     arguments = {"memory": mem, "relative": positions.buckets(distance), "position_table": positions.table()}
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # eager FlexAttention on the CPU warns that it is slow

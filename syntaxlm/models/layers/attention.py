@@ -16,17 +16,25 @@ with ``p_b`` a sinusoidal (or learned) vector of relative position ``b``. The po
 computed once per bucket, ``[B, H, Q, n_buckets]``, and gathered at ``R_ij``: the ``Q × K × d``
 tensor of the naive form is never built.
 
-Kernels: on the CPU (and wherever FlexAttention is not available) the mask and the position term
-are folded into one additive float mask for ``scaled_dot_product_attention``, which has a CPU
-backward. On CUDA, FlexAttention takes the position term as a ``score_mod`` and the mask as a
-block mask, so fully masked blocks — most of a TG segment — are skipped (when attention
-dropout is on, ``auto`` takes SDPA: FlexAttention cannot drop attention probabilities). ``kernel="sdpa"`` or
-``"flex"`` forces one; the two give the same numbers (``tests/test_attention.py``).
+Kernels: ``sdpa`` (the default, ``auto``) folds the mask and the position term into one additive
+float mask for ``scaled_dot_product_attention``, which runs and has a backward on the CPU and on
+CUDA. ``flex`` gives FlexAttention the position term as a ``score_mod`` and the mask as a block
+mask, so fully masked blocks are skipped; it has no attention dropout, and compiled (on CUDA) it
+pays a compilation per new shape. Measured on an H100 (``docs/performance.md``), PTB-size TG
+steps on treebank sentences are bound by kernel launches, not attention FLOPs, and SDPA was
+twice as fast, so ``auto`` takes SDPA everywhere; ``kernel="flex"`` opts in. The two give the
+same numbers (``tests/test_attention.py``).
+
+``record_attention(model)`` keeps the attention probabilities ``[B, H, Q, K]`` of every
+``Attention`` inside ``model`` while it is active (for figures and analysis); outside it nothing
+is recorded and nothing more is computed.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Literal
 
 import torch
@@ -92,6 +100,7 @@ class Attention(nn.Module):
             self.position_bias = nn.Parameter(torch.zeros(n_heads, self.d_head))  # v
         else:
             self.position = None
+        self.recorded: list[Tensor] | None = None  # set by ``record_attention``
 
     def forward(
         self,
@@ -129,17 +138,25 @@ class Attention(nn.Module):
         # A row that may attend nowhere (padding) attends everywhere instead: no NaN, never used.
         mask = mask | ~mask.any(dim=-1, keepdim=True)
         dropout = self.dropout if self.training else 0.0
-        if _use_flex(kernel, x, dropout):
+        if kernel == "flex":
             out = _flex_attention(q, k, v, mask, bias, scale, dropout)
         else:
-            additive = torch.zeros(mask.shape, dtype=q.dtype, device=q.device)
-            if bias is not None:
-                per_bucket, relative = bias
-                index = relative[:, None].expand(batch, self.n_heads, length, relative.shape[-1])
-                additive = per_bucket.gather(-1, index)
-            additive = additive.masked_fill(~mask, float("-inf"))
+            additive = self._additive_mask(mask, bias, q)
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=additive, dropout_p=dropout, scale=scale)
+        if self.recorded is not None:
+            scores = torch.matmul(q, k.transpose(-1, -2)) * scale + self._additive_mask(mask, bias, q)
+            self.recorded.append(torch.softmax(scores.float(), dim=-1).detach())
         return self.out(out.transpose(1, 2).reshape(batch, length, -1))
+
+    def _additive_mask(self, mask: Tensor, bias: tuple[Tensor, Tensor] | None, q: Tensor) -> Tensor:
+        """The position term gathered at every ``(i, j)`` (or zeros), −inf where ``mask`` forbids."""
+        batch, _, length, _ = q.shape
+        additive = torch.zeros(mask.shape, dtype=q.dtype, device=q.device)
+        if bias is not None:
+            per_bucket, relative = bias
+            index = relative[:, None].expand(batch, self.n_heads, length, relative.shape[-1])
+            additive = per_bucket.gather(-1, index)
+        return additive.masked_fill(~mask, float("-inf"))
 
     def keys_values(self, keys_in: Tensor) -> tuple[Tensor, Tensor]:
         """Keys and values ``[B, H, K, d_head]`` of the inputs ``[B, K, d]`` at the attended positions."""
@@ -150,21 +167,28 @@ class Attention(nn.Module):
         return t.view(t.shape[0], t.shape[1], self.n_heads, self.d_head).transpose(1, 2)
 
 
+@contextmanager
+def record_attention(model: nn.Module) -> Iterator[dict[str, list[Tensor]]]:
+    """While active, every ``Attention`` module inside ``model`` appends the attention
+    probabilities of each call, ``[B, H, Q, K]`` (float32, detached, before dropout), to the list of
+    its qualified name (``"transformer.blocks.0.attention"``). The outputs are unchanged."""
+    recorded: dict[str, list[Tensor]] = {}
+    modules = [(name, m) for name, m in model.named_modules() if isinstance(m, Attention)]
+    for name, module in modules:
+        module.recorded = recorded.setdefault(name, [])
+    try:
+        yield recorded
+    finally:
+        for _, module in modules:
+            module.recorded = None
+
+
 def flex_available() -> bool:
     try:
         from torch.nn.attention import flex_attention  # noqa: F401
     except ImportError:
         return False
     return True
-
-
-def _use_flex(kernel: Kernel, x: Tensor, dropout: float) -> bool:
-    """FlexAttention has no dropout on attention probabilities: ``auto`` then takes SDPA."""
-    if kernel == "sdpa":
-        return False
-    if kernel == "flex":
-        return True
-    return x.is_cuda and not dropout and flex_available()
 
 
 _compiled_flex = None
@@ -180,6 +204,7 @@ def _flex_attention(q, k, v, mask, bias, scale, dropout) -> Tensor:
     batch, heads, length, _ = q.shape
     n_keys = k.shape[2]
     per_head_mask = mask.shape[1] > 1
+    mask = mask.expand(batch, -1, length, n_keys)  # a mask shared by the batch is indexed by b too
 
     def mask_mod(b, h, q_idx, kv_idx):
         return mask[b, h if per_head_mask else 0, q_idx, kv_idx]
@@ -190,6 +215,7 @@ def _flex_attention(q, k, v, mask, bias, scale, dropout) -> Tensor:
     score_mod = None
     if bias is not None:
         per_bucket, relative = bias
+        relative = relative.expand(batch, length, n_keys)
 
         def score_mod(score, b, h, q_idx, kv_idx):
             return score + per_bucket[b, h, q_idx, relative[b, q_idx, kv_idx]]
@@ -197,6 +223,6 @@ def _flex_attention(q, k, v, mask, bias, scale, dropout) -> Tensor:
     attend = flex_attention
     if q.is_cuda:
         if _compiled_flex is None:
-            _compiled_flex = torch.compile(flex_attention, dynamic=False)
+            _compiled_flex = torch.compile(flex_attention, dynamic=True)  # one compilation for all lengths
         attend = _compiled_flex
     return attend(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale)

@@ -7,8 +7,11 @@ import pytest
 
 from syntaxlm.report.plots import (
     attention_mask_figure,
+    attention_weights_figure,
+    binary_tree_figure,
     circuit_accuracy_figure,
     distance_tree_figure,
+    head_masks_figure,
     perplexity_vs_sg_figure,
     save_figure,
     surprisal_figure,
@@ -39,6 +42,16 @@ def test_attention_mask_colours_stack_and_compose_rows(tmp_path):
     assert [t.get_text() for t in figure.axes[0].get_xticklabels()][:3] == ["<s>", "(S", "(NP"]
     path = save_figure(figure, tmp_path / "plots" / "mask.png")
     assert path.read_bytes().startswith(PNG_SIGNATURE)
+    assert figure.axes[0].get_legend() is not None
+
+
+def test_a_causal_mask_has_no_stack_compose_legend():
+    actions = read_actions("(S (NP the bird NP) S)")
+    sequence = tg_sequence(list(range(4, 4 + len(actions.tokens))), actions.kinds, "txl-trees")
+    figure = attention_mask_figure(sequence, str)
+    cells = np.asarray(figure.axes[0].images[0].get_array())
+    assert np.array_equal(cells > 0, np.tri(len(sequence), dtype=bool))
+    assert figure.axes[0].get_legend() is None and figure.axes[0].get_title() == "causal attention"
 
 
 def test_distance_tree_draws_a_binary_tree_over_the_words(tmp_path):
@@ -81,3 +94,36 @@ def test_training_curves_figure(tmp_path):
     assert save_figure(figure, tmp_path / "curves.png").stat().st_size > 1000
     with pytest.raises(ValueError, match="lm: 1 steps for 2 losses"):
         training_curves_figure({"lm": ([1], [2.0, 3.0])})
+
+
+def test_binary_tree_figure(tmp_path):
+    words = ["a", "b", "c", "d"]
+    figure = binary_tree_figure(words, [[0, 1], [2, 3]], title="induced")
+    axes = figure.axes[0]
+    assert len(axes.lines) == 6 and [t.get_text() for t in axes.texts] == words
+    assert axes.get_title() == "induced"
+    assert save_figure(figure, tmp_path / "tree.png").read_bytes().startswith(PNG_SIGNATURE)
+
+
+def test_head_masks_figure_one_panel_per_head(tmp_path):
+    tokens = ["<s>", "NT(S)", "a"]
+    causal = np.tri(3, dtype=bool)
+    stack = np.eye(3, dtype=bool)
+    figure = head_masks_figure({"head 0": causal, "head 1": stack}, tokens, title="heads")
+    assert [axes.get_title() for axes in figure.axes] == ["head 0", "head 1"]
+    assert np.array_equal(np.asarray(figure.axes[1].images[0].get_array()), stack.astype(int))
+    assert save_figure(figure, tmp_path / "heads.png").read_bytes().startswith(PNG_SIGNATURE)
+    with pytest.raises(ValueError, match="head 0: a \\(2, 2\\) mask for 3 tokens"):
+        head_masks_figure({"head 0": np.ones((2, 2))}, tokens)
+
+
+def test_attention_weights_figure_leaves_masked_cells_white(tmp_path):
+    weights = np.array([[1.0, 0.0], [0.25, 0.75]])
+    figure = attention_weights_figure(weights, ["<s>", "a"], title="layer 0, head 0")
+    drawn = figure.axes[0].images[0].get_array()
+    assert drawn.mask.tolist() == [[False, True], [False, False]]
+    assert np.array_equal(np.ma.filled(drawn, 0), weights)
+    assert [t.get_text() for t in figure.axes[0].get_yticklabels()] == ["0 <s>", "1 a"]
+    assert save_figure(figure, tmp_path / "attention.png").read_bytes().startswith(PNG_SIGNATURE)
+    with pytest.raises(ValueError, match="for 3 x 3 tokens"):
+        attention_weights_figure(weights, ["a", "b", "c"])

@@ -4,6 +4,11 @@
   rows blue, COMPOSE rows orange, tokens along both axes;
 - ``distance_tree_figure``: a sentence's syntactic distances as bars between the words and the
   binary tree PRPN's parser reads from them (PRPN Fig. 5);
+- ``binary_tree_figure``: an induced binary tree over the words (SOM's trees, which come without
+  distances);
+- ``head_masks_figure``: several heads' boolean attention masks side by side (PLM-mask's buffer
+  and stack heads);
+- ``attention_weights_figure``: one head's attention probabilities as a heat map;
 - ``circuit_accuracy_figure``: SyntaxGym accuracy per circuit per model (TG Fig. 4, structural
   guidance Fig. 5);
 - ``perplexity_vs_sg_figure``: perplexity against SG score, one point per model (structural
@@ -21,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
@@ -42,7 +48,8 @@ def save_figure(figure: Figure, path: str | Path, *, dpi: int = 150) -> Path:
 
 
 def attention_mask_figure(sequence: TGSequence, spell: Callable[[int], str], *, title: str = "") -> Figure:
-    """TG Fig. 2b: cell (i, j) is coloured when position i attends j, by the operation of row i."""
+    """TG Fig. 2b: cell (i, j) is coloured when position i attends j, by the operation of row i
+    (a TXL sequence's causal mask has STACK rows only, drawn without the legend)."""
     mask = sequence.attention_mask()
     cells = np.where(mask, np.where(sequence.compose[:, None], 2, 1), 0)
     tokens = [spell(int(i)) for i in sequence.inputs]
@@ -59,10 +66,70 @@ def attention_mask_figure(sequence: TGSequence, spell: Callable[[int], str], *, 
     axes.tick_params(which="minor", length=0)
     axes.set_xlabel("attended position j")
     axes.set_ylabel("attending position i")
-    handles = [Rectangle((0, 0), 1, 1, color=c) for c in (STACK_COLOUR, COMPOSE_COLOUR)]
-    axes.legend(handles, ["STACK", "COMPOSE"], loc="upper right", fontsize=8)
-    axes.set_title(title or "STACK/COMPOSE attention")
+    if sequence.variant == "tg":
+        handles = [Rectangle((0, 0), 1, 1, color=c) for c in (STACK_COLOUR, COMPOSE_COLOUR)]
+        axes.legend(handles, ["STACK", "COMPOSE"], loc="upper right", fontsize=8)
+    axes.set_title(title or ("STACK/COMPOSE attention" if sequence.variant == "tg" else "causal attention"))
     return figure
+
+
+def head_masks_figure(masks: Mapping[str, np.ndarray], tokens: Sequence[str], *, title: str = "") -> Figure:
+    """Boolean ``[T, T]`` masks side by side, one panel per head (``masks[name]``; ``True`` = row
+    ``i`` may attend column ``j``), tokens along both axes."""
+    n = len(tokens)
+    size = max(3.0, 0.3 * n + 1.5)
+    figure = Figure(figsize=(size * len(masks), size + 0.4), layout="constrained")
+    panels = figure.subplots(1, len(masks), squeeze=False)[0]
+    ticks = np.arange(n)
+    for k, (axes, (name, mask)) in enumerate(zip(panels, masks.items())):
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != (n, n):
+            raise ValueError(f"{name}: a {mask.shape} mask for {n} tokens")
+        axes.imshow(mask.astype(int), cmap=ListedColormap(["white", STACK_COLOUR]), vmin=0, vmax=1)
+        _token_grid(axes, ticks, tokens, row_labels=k == 0)
+        axes.set_title(name, fontsize=10)
+    figure.suptitle(title or "attention masks", fontsize=12, y=1.0, va="bottom")
+    return figure
+
+
+def attention_weights_figure(
+    weights: np.ndarray, tokens: Sequence[str], *, key_tokens: Sequence[str] | None = None, title: str = ""
+) -> Figure:
+    """Attention probabilities ``weights[i, j]`` (row ``i`` attends column ``j``) as a heat map,
+    cells of probability 0 (masked) white; query tokens down the side, key tokens (the same by
+    default) along the top."""
+    weights = np.asarray(weights, dtype=float)
+    key_tokens = list(tokens if key_tokens is None else key_tokens)
+    if weights.shape != (len(tokens), len(key_tokens)):
+        raise ValueError(f"{weights.shape} weights for {len(tokens)} x {len(key_tokens)} tokens")
+    size = max(3.5, 0.3 * max(len(tokens), len(key_tokens)) + 2.0)
+    figure = Figure(figsize=(size + 0.8, size), layout="constrained")
+    axes = figure.subplots()
+    # Zero probability (a masked cell) is white; any attention at all is coloured.
+    cells = np.ma.masked_where(weights == 0, weights)
+    colours = colormaps["viridis"].with_extremes(bad="white")
+    image = axes.imshow(cells, cmap=colours, vmin=0, vmax=max(float(weights.max(initial=0)), 1e-9))
+    axes.set_xticks(np.arange(len(key_tokens)), key_tokens, rotation=90, fontsize=8)
+    axes.set_yticks(np.arange(len(tokens)), [f"{i} {t}" for i, t in enumerate(tokens)], fontsize=8)
+    axes.set_xlabel("attended position j")
+    axes.set_ylabel("attending position i")
+    figure.colorbar(image, ax=axes, shrink=0.8, label="attention probability")
+    axes.set_title(title or "attention")
+    return figure
+
+
+def _token_grid(axes, ticks, tokens, *, row_labels: bool) -> None:
+    """Tokens on both axes of a mask panel, with light cell borders."""
+    axes.set_xticks(ticks, tokens, rotation=90, fontsize=8)
+    labels = [f"{i} {t}" for i, t in enumerate(tokens)] if row_labels else [""] * len(tokens)
+    axes.set_yticks(ticks, labels, fontsize=8)
+    axes.set_xticks(ticks - 0.5, minor=True)
+    axes.set_yticks(ticks - 0.5, minor=True)
+    axes.grid(which="minor", color="#dddddd", linewidth=0.5)
+    axes.tick_params(which="minor", length=0)
+    axes.set_xlabel("attended position j")
+    if row_labels:
+        axes.set_ylabel("attending position i")
 
 
 def distance_tree_figure(words: Sequence[str], distances: Sequence[float], *, title: str = "") -> Figure:
@@ -80,6 +147,20 @@ def distance_tree_figure(words: Sequence[str], distances: Sequence[float], *, ti
     bar_axes.set_ylabel("distance")
     bar_axes.spines[["top", "right"]].set_visible(False)
     tree_axes.set_title(title or "syntactic distances and the induced tree")
+    return figure
+
+
+def binary_tree_figure(words: Sequence[str], nested, *, title: str = "") -> Figure:
+    """A binary tree over the words: ``nested`` lists whose leaves are word indices, e.g.
+    ``[[0, 1], 2]``, drawn as ``distance_tree_figure`` draws its tree."""
+    figure = Figure(figsize=(max(4.0, 0.7 * len(words) + 1), 3.5))
+    axes = figure.subplots()
+    _draw_binary_tree(axes, nested)
+    for x, word in enumerate(words):
+        axes.text(x, -0.1, word, ha="center", va="top", fontsize=9)
+    axes.set_xlim(-0.7, len(words) - 0.3)
+    axes.axis("off")
+    axes.set_title(title or "induced tree")
     return figure
 
 
@@ -153,8 +234,9 @@ def surprisal_figure(
             raise ValueError(f"{model}: {len(values)} surprisals for {len(words)} words")
         axes.plot(np.arange(len(words)), values, marker="o", label=model)
     axes.set_xticks(np.arange(len(words)), list(words), rotation=45, ha="right")
+    axes.set_xlabel("word")
     axes.set_ylabel("surprisal (bits)")
-    axes.legend(fontsize=8)
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     axes.spines[["top", "right"]].set_visible(False)
     axes.set_title(title or "per-word surprisal")
     return figure

@@ -15,6 +15,10 @@ Numbers read per result kind:
 - ``perplexity``: corpus perplexity; with SG, a perplexity-vs-SG plot (structural guidance Fig. 4);
 - ``blimp``: overall accuracy; ``parseval``: bracket F1 (all sentences); ``uf1``: mean sentence F1
   and corpus F1 of the model; ``generation``: BLEU-n, Distinct-n, Self-BLEU-n.
+
+With ``figure_sentence`` the report also loads each run's saved model (``RUN/best``) and draws,
+for that sentence, the per-word surprisal under every model and the distances or tree of the
+models that induce trees (``report.model_figures``); without it only result files are read.
 """
 
 from __future__ import annotations
@@ -121,8 +125,11 @@ def _cell(values: list[float]) -> str:
     return f"{statistics.mean(values):.4g} ± {statistics.stdev(values):.2g} (n={len(values)})"
 
 
-def make_report(run_folders: Iterable[str | Path], out: str | Path) -> Path:
-    """Write ``out/report.md`` and its PNG figures; returns the Markdown file's path."""
+def make_report(
+    run_folders: Iterable[str | Path], out: str | Path, *, figure_sentence: str | None = None
+) -> Path:
+    """Write ``out/report.md`` and its PNG figures; returns the Markdown file's path.
+    ``figure_sentence``: also draw the figures of the runs' saved models for this sentence."""
     out = Path(out)
     runs = [read_run(folder) for folder in run_folders]
     if not runs:
@@ -172,6 +179,10 @@ def make_report(run_folders: Iterable[str | Path], out: str | Path) -> Path:
         figure.axes[0].set_ylabel(sg_label)
         save_figure(figure, out / "perplexity_vs_sg.png")
         lines += ["## Perplexity and SG score", "", "![perplexity vs SG score](perplexity_vs_sg.png)", ""]
+    if figure_sentence is not None:
+        from syntaxlm.report.model_figures import report_model_figures, sentence_words
+
+        lines += report_model_figures([run.folder for run in runs], sentence_words(figure_sentence), out)
     lines += ["## Runs", ""] + [f"- `{run.folder}`: {run.model}, seed {run.seed}" for run in runs] + [""]
     path = out / "report.md"
     with atomic_writer(path) as handle:

@@ -1,0 +1,348 @@
+"""The papers' figures drawn from saved models: what a model computes for one input.
+
+- ``surprisal_comparison``: per-word surprisal (bits) along one sentence under several models,
+  each scored by the ``Scorer`` (exact for words-only models, beam search for joint ones by
+  default), the method in the legend;
+- ``induced_structure_figure``: PRPN Fig. 5 from the model's own syntactic distances, or the
+  binary tree a SOM model builds (it has no distances);
+- ``structure_mask_figure``: TG Fig. 2b spelled with the model's vocabulary and made by its own
+  transform (TG: STACK/COMPOSE; the TXL baselines: causal), or PLM-mask's buffer and stack heads;
+- ``attention_figure``: one layer's and head's attention probabilities for one input
+  (transformer models), recorded with ``models.layers.attention.record_attention``;
+- ``report_model_figures``: the surprisal and structure figures of a report's runs (``best/``).
+
+The numbers drawn come from ``surprisal_bits``, ``attention_weights``, the model's own
+``syntactic_distances``/``induced_trees`` and its own masks; each figure function returns a
+``Figure`` (``report.plots``) that ``save_figure`` writes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from syntaxlm.errors import SyntaxlmError
+from syntaxlm.inference import BeamSettings, Scorer
+from syntaxlm.inference.beam import PAPER_BEAM
+from syntaxlm.models import SyntacticLM, load_model
+from syntaxlm.models.layers.attention import record_attention
+from syntaxlm.report.plots import (
+    attention_mask_figure,
+    attention_weights_figure,
+    binary_tree_figure,
+    distance_tree_figure,
+    head_masks_figure,
+    save_figure,
+    surprisal_figure,
+)
+from syntaxlm.structure.actions import atomic_words_as_unk, encode_actions, tree_to_actions
+from syntaxlm.structure.plm_mask import BUFFER_HEAD, STACK_HEAD, plm_mask_input
+from syntaxlm.text.base import BOS_ID
+from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
+from syntaxlm.trees.ptb import parse_tree
+from syntaxlm.trees.tree import Tree
+
+TG_MODELS = ("tg", "txl-trees", "txl-terminals")
+ACTION_LM_MODELS = ("lm", "plm", "plm-mask", "sclm-past", "sclm-next")
+TRANSFORMERS = TG_MODELS + ACTION_LM_MODELS
+JOINT_TRANSFORMERS = ("tg", "txl-trees", "plm", "plm-mask")
+HEAD_NAMES = {BUFFER_HEAD: "buffer", STACK_HEAD: "stack"}  # PLM-mask's restricted heads
+
+
+class FigureError(SyntaxlmError, ValueError):
+    """A figure that cannot be drawn for this model or input."""
+
+
+# --- inputs ------------------------------------------------------------------------------------------
+
+
+def sentence_words(text: str) -> list[str]:
+    """The words of a sentence given as text (split on whitespace)."""
+    words = text.split()
+    if not words:
+        raise FigureError("the sentence is empty; expected words separated by spaces")
+    return words
+
+
+def tree_in_model_view(text: str, *, penn: bool = False) -> Tree:
+    """One bracketed tree as the models read it (no POS tags). ``penn=True``: the tree is Penn
+    style (POS tags, function tags, traces, ROOT) and is cleaned to the Choe–Charniak view first."""
+    tree = parse_tree(text, pos_tags=penn)
+    if penn:
+        tree = CHOE_CHARNIAK_CLEANING(tree)
+        if tree is None:
+            raise FigureError("nothing is left of the tree once traces and punctuation are removed")
+    return tree
+
+
+def model_name(folder: str | Path) -> str:
+    """How a saved model is named in legends: its folder, or the run folder for ``RUN/best``."""
+    folder = Path(folder).resolve()
+    return folder.parent.name if folder.name in ("best", "last") else folder.name
+
+
+def load_models(folders: Sequence[str | Path]) -> dict[str, SyntacticLM]:
+    """Saved models by ``model_name`` (``name #2``, ... when two folders have one name)."""
+    models: dict[str, SyntacticLM] = {}
+    for folder in folders:
+        name = model_name(folder)
+        unique, k = name, 1
+        while unique in models:
+            k += 1
+            unique = f"{name} #{k}"
+        models[unique] = load_model(folder)
+    return models
+
+
+# --- surprisal ---------------------------------------------------------------------------------------
+
+
+def surprisal_bits(
+    model: SyntacticLM, words: Sequence[str], *, method: str = "auto", beam: BeamSettings = PAPER_BEAM
+) -> tuple[list[float], str]:
+    """Per-word surprisal (bits) of one sentence by the ``Scorer``, and the method it used."""
+    scorer = Scorer(model, method=method, beam=beam)
+    [pairs] = scorer.word_score([list(words)], surprisal=True, unit="bits")
+    return [value for _, value in pairs], scorer.method
+
+
+def surprisal_comparison(
+    models: Mapping[str, SyntacticLM],
+    words: Sequence[str],
+    *,
+    method: str = "auto",
+    beam: BeamSettings = PAPER_BEAM,
+    title: str = "",
+) -> Figure:
+    """One line per model, labelled ``name (model, method)``."""
+    if not models:
+        raise FigureError("no models given")
+    values = {}
+    for name, model in models.items():
+        bits, used = surprisal_bits(model, words, method=method, beam=beam)
+        kind = model.config.model
+        values[f"{name} ({used})" if name == kind else f"{name} ({kind}, {used})"] = bits
+    return surprisal_figure(list(words), values, title=title)
+
+
+# --- induced structure -------------------------------------------------------------------------------
+
+
+def induced_structure_figure(model: SyntacticLM, words: Sequence[str], *, title: str = "") -> Figure:
+    """PRPN Fig. 5 from the model's ``syntactic_distances``; for other tree-inducing models (SOM)
+    the binary tree of ``induced_trees``."""
+    words = list(words)
+    kind = model.config.model
+    distances = getattr(model, "syntactic_distances", None)
+    try:
+        if callable(distances):
+            [values] = distances([words])
+            title = title or f"{kind}: syntactic distances and the induced tree"
+            return distance_tree_figure(words, values, title=title)
+        if model.induces_trees:
+            [tree] = model.induced_trees([words])
+            return binary_tree_figure(words, nested_indices(tree), title=title or f"{kind}: induced tree")
+    except ValueError as error:  # e.g. PRPN's distances over subword pieces
+        if isinstance(error, SyntaxlmError):
+            raise
+        raise FigureError(f"{kind}: {error}") from None
+    raise FigureError(
+        f"{kind} induces no trees: the distance/tree figure needs a PRPN (distances) "
+        "or SOM (eSOM, dSOM) model"
+    )
+
+
+def nested_indices(tree: Tree) -> Any:
+    """A tree as nested lists of word indices (``[[0, 1], 2]``); unary nodes are skipped."""
+    counter = iter(range(len(tree.leaves())))
+
+    def walk(node):
+        if not isinstance(node, Tree):
+            return next(counter)
+        children = [walk(child) for child in node.children]
+        return children[0] if len(children) == 1 else children
+
+    nested = walk(tree)
+    return nested if isinstance(nested, list) else [nested]
+
+
+# --- structure masks ---------------------------------------------------------------------------------
+
+
+def structure_mask_figure(model: SyntacticLM, tree: Tree, *, title: str = "") -> Figure:
+    """TG Fig. 2b: the mask TG's (or a TXL baseline's causal) transform makes for ``tree``, spelled
+    with the model's vocabulary; for PLM-mask its buffer and stack heads over ``<s>`` + the RNNG
+    actions. Other models have no structural mask to draw."""
+    kind = model.config.model
+    if kind in TG_MODELS:
+        sequence = model.sequences([tree])[0]
+        default = "STACK/COMPOSE attention" if kind == "tg" else "causal attention"
+        return attention_mask_figure(sequence, model.vocab.token, title=title or f"{kind}: {default}")
+    if kind == "plm-mask":
+        ids, open_start, tokens = _action_lm_input(model, tree.leaves(), tree)
+        masks = model.attention_mask(len(ids), torch.from_numpy(open_start)[None])[0].cpu().numpy()
+        panels = {f"head {h} ({name})": masks[h] for h, name in HEAD_NAMES.items()}
+        return head_masks_figure(panels, tokens, title=title or "plm-mask: the syntax-restricted heads")
+    raise FigureError(
+        f"the structure mask figure is not available for this model ({kind}); it is drawn for "
+        f"{', '.join(TG_MODELS)} and plm-mask"
+    )
+
+
+# --- attention weights -------------------------------------------------------------------------------
+
+
+@dataclass
+class AttentionMap:
+    """One layer's attention for one input: ``weights[h, i, j]`` (probabilities, rows sum to 1) and
+    ``mask[h or 0, i, j]`` (``True`` = may attend) over the ``tokens`` the model read."""
+
+    tokens: list[str]
+    weights: np.ndarray
+    mask: np.ndarray
+
+
+def attention_weights(
+    model: SyntacticLM, *, layer: int, words: Sequence[str] | None = None, tree: Tree | None = None
+) -> AttentionMap:
+    """The attention probabilities of layer ``layer`` (0 = the first) for one input: ``tree`` for
+    the joint models (TG, TXL (trees), PLM, PLM-mask), ``words`` (or a tree's words) for the
+    words-only ones."""
+    kind = model.config.model
+    if kind not in TRANSFORMERS:
+        raise FigureError(
+            f"attention figures are for transformer models ({', '.join(TRANSFORMERS)}); "
+            f"{kind} has no attention"
+        )
+    if not 0 <= layer < model.config.n_layers:
+        raise FigureError(
+            f"{kind} has {model.config.n_layers} layers (0..{model.config.n_layers - 1}); got {layer}"
+        )
+    if kind in JOINT_TRANSFORMERS and tree is None:
+        raise FigureError(f"{kind} reads words and trees: give a tree")
+    if words is None:
+        if tree is None:
+            raise FigureError("give a sentence or a tree")
+        words = tree.leaves()
+    words = list(words)
+    if tree is not None and tree.leaves() != words:
+        raise FigureError("the tree's words differ from the sentence")
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad(), record_attention(model) as recorded:
+            if kind in TG_MODELS:
+                return _tg_attention(model, tree if tree is not None else Tree("S", words), layer, recorded)
+            return _action_lm_attention(model, words, tree, layer, recorded)
+    finally:
+        model.train(was_training)
+
+
+def _tg_attention(model, tree: Tree, layer: int, recorded) -> AttentionMap:
+    sequences = model.sequences([tree])
+    sequence = sequences[0]
+    n = len(sequence)
+    if n > model.config.segment_length:
+        raise FigureError(
+            f"the input is {n} positions, longer than the model's segment of {model.config.segment_length}; "
+            "the figure shows one segment"
+        )
+    model.token_logprobs(sequences)
+    block = f"transformer.blocks.{layer}"
+    weights = recorded[f"{block}.attention"][0][0, :, :n, :n]
+    if recorded.get(f"{block}.compose_attention"):  # separate COMPOSE weights: rows by operation
+        composed = recorded[f"{block}.compose_attention"][0][0, :, :n, :n]
+        weights = torch.where(
+            torch.from_numpy(sequence.compose.astype(bool))[None, :, None], composed, weights
+        )
+    tokens = [model.vocab.token(int(i)) for i in sequence.inputs]
+    return AttentionMap(tokens, weights.cpu().numpy(), sequence.attention_mask()[None])
+
+
+def _action_lm_attention(model, words, tree, layer: int, recorded) -> AttentionMap:
+    ids, open_start, tokens = _action_lm_input(model, words, tree)
+    starts = None if open_start is None else torch.from_numpy(open_start)[None].to(model.device)
+    model(torch.from_numpy(ids)[None].long().to(model.device), starts)
+    weights = recorded[f"transformer.blocks.{layer}.attention"][0][0]
+    mask = model.attention_mask(len(ids), starts)[0]
+    return AttentionMap(tokens, weights.cpu().numpy(), mask.cpu().numpy())
+
+
+def _action_lm_input(model, words, tree) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
+    """What an action LM reads: ``<s>`` + the word pieces (lm, SCLM) or + the RNNG actions (PLM,
+    PLM-mask, with each position's ``open_start``), and the tokens spelled."""
+    vocab = model.vocab
+    if model.config.model in ("plm", "plm-mask"):
+        read = plm_mask_input(encode_actions(tree_to_actions(tree, "rnng"), vocab))
+        ids, open_start = read.ids.astype(np.int64), read.open_start.astype(np.int64)
+        open_start = open_start if model.config.model == "plm-mask" else None
+    else:
+        pieces = vocab.encode_words(atomic_words_as_unk(list(words), vocab)).ids
+        ids, open_start = np.concatenate(([BOS_ID], pieces)).astype(np.int64), None
+    if len(ids) > model.config.max_length:
+        raise FigureError(
+            f"the input is {len(ids)} positions, more than the model's {model.config.max_length}"
+        )
+    return ids, open_start, [vocab.token(int(i)) for i in ids]
+
+
+def attention_figure(
+    model: SyntacticLM,
+    *,
+    layer: int,
+    head: int,
+    words: Sequence[str] | None = None,
+    tree: Tree | None = None,
+    title: str = "",
+) -> Figure:
+    """Head ``head`` of layer ``layer`` (both from 0) as a heat map over the tokens the model read."""
+    kind = model.config.model
+    if kind in TRANSFORMERS and not 0 <= head < model.config.n_heads:
+        raise FigureError(
+            f"{kind} has {model.config.n_heads} heads (0..{model.config.n_heads - 1}); got {head}"
+        )
+    attention = attention_weights(model, layer=layer, words=words, tree=tree)
+    role = f" ({HEAD_NAMES[head]})" if kind == "plm-mask" and head in HEAD_NAMES else ""
+    title = title or f"{kind}: layer {layer}, head {head}{role} (from 0)"
+    return attention_weights_figure(attention.weights[head], attention.tokens, title=title)
+
+
+# --- the report --------------------------------------------------------------------------------------
+
+
+def report_model_figures(
+    run_folders: Sequence[str | Path],
+    words: Sequence[str],
+    out: str | Path,
+    *,
+    beam: BeamSettings = PAPER_BEAM,
+) -> list[str]:
+    """Draw the runs' model figures for one sentence into ``out`` and return the report's Markdown
+    lines: the surprisal of every run's saved model (``RUN/best``) and, for each run whose model
+    induces trees, its distances or tree. Runs without a saved model are named."""
+    out = Path(out)
+    words = list(words)
+    folders = [Path(folder) for folder in run_folders]
+    saved = [folder for folder in folders if (folder / "best" / "config.json").is_file()]
+    lines = ["## Figures from the models", "", f"Sentence: *{' '.join(words)}*.", ""]
+    missing = [folder for folder in folders if folder not in saved]
+    if missing:
+        lines += ["No saved model (`best/`) in " + ", ".join(f"`{f}`" for f in missing) + ".", ""]
+    if not saved:
+        return lines
+    models = load_models([folder / "best" for folder in saved])
+    save_figure(surprisal_comparison(models, words, beam=beam), out / "surprisal.png")
+    lines += ["![per-word surprisal](surprisal.png)", ""]
+    for name, model in models.items():
+        if model.induces_trees:
+            path = out / f"structure-{re.sub(r'[^A-Za-z0-9._-]+', '_', name)}.png"
+            save_figure(induced_structure_figure(model, words, title=f"{name}: induced structure"), path)
+            lines += [f"![{name}: induced structure]({path.name})", ""]
+    return lines

@@ -32,6 +32,11 @@ eval_app = typer.Typer(
     no_args_is_help=True, help="The papers' evaluations; each also scores precomputed inputs."
 )
 app.add_typer(eval_app, name="eval")
+plot_app = typer.Typer(
+    no_args_is_help=True,
+    help="The papers' figures from saved models: surprisal, distances, masks, attention.",
+)
+app.add_typer(plot_app, name="plot")
 
 
 def _print_json(value) -> None:
@@ -556,34 +561,26 @@ def eval_sg(
         inputs = {"suite": paths[0], "region_values": region_values}
         _emit("syntaxgym", result, as_json, out, format_suite_result(result), inputs)
         return
-    from syntaxlm.eval.syntaxgym import evaluate_suite, load_suite, sg_scores, suite_region_values
+    from syntaxlm.eval.syntaxgym import sg_scores
+    from syntaxlm.experiments import beam_options, suite_results
     from syntaxlm.inference import BeamSettings, Scorer
-    from syntaxlm.inference.scorer import syntaxgym_scorer
     from syntaxlm.models import load_model
 
-    loaded = [load_suite(path) for path in paths]  # every suite is checked before the model is run
     scorer = Scorer(load_model(model), method=method, beam=BeamSettings(action_beam, word_beam, fast_track))
-    token_scorer, convention = syntaxgym_scorer(scorer)
-    options = {"method": scorer.method} | (
-        {"action_beam": action_beam, "word_beam": word_beam, "fast_track": fast_track}
-        if scorer.method == "beam"
-        else {}
-    )
+    options = {"method": scorer.method} | beam_options(scorer)
+    inputs = {"model": model / "model.safetensors"}
     results = {}
-    for path, suite in zip(paths, loaded):
-        values = suite_region_values(suite, token_scorer, convention, progress=True)
-        result = {**evaluate_suite(suite, values.values).to_json(), "warnings": values.warnings, **options}
-        inputs = {"suite": path, "model": model / "model.safetensors"}
+    for path, result in suite_results(scorer, paths, progress=True):
+        suite_inputs = {"suite": path} | inputs
         if len(paths) == 1:
-            _emit("syntaxgym", result, as_json, out, format_suite_result(result), inputs, options)
+            _emit("syntaxgym", result, as_json, out, format_suite_result(result), suite_inputs, options)
             return
         if out is not None:
             from syntaxlm.results import result_record, write_result
 
-            write_result(
-                out / f"{path.stem}.json", result_record("syntaxgym", result, inputs=inputs, options=options)
-            )
-        results[suite.name] = result
+            record = result_record("syntaxgym", result, inputs=suite_inputs, options=options)
+            write_result(out / f"{path.stem}.json", record)
+        results[result["suite"]] = result
     accuracy = {name: result["accuracy_pred0"] for name, result in results.items()}
     summary = {"suites": accuracy, "sg_scores": sg_scores(accuracy), **options}
     if as_json:
@@ -1090,12 +1087,112 @@ def generate_command(
 def report(
     runs: Annotated[list[Path], typer.Argument(help="Run folders holding result files (and config.json).")],
     out: Annotated[Path, typer.Option(help="Folder for report.md and its figures.")],
+    figure_sentence: Annotated[
+        str | None,
+        typer.Option(
+            help="Also load each run's saved model (RUN/best) and draw, for this sentence, the per-word "
+            "surprisal under every model and the distances or tree of models that induce trees."
+        ),
+    ] = None,
 ) -> None:
     """A Markdown report (model x metric, mean ± std over seeds) and figures, from result files."""
     from syntaxlm.report.report import make_report
 
-    path = make_report(runs, out)
+    path = make_report(runs, out, figure_sentence=figure_sentence)
     typer.echo(f"report written to {path}")
+
+
+# -- plot -----------------------------------------------------------------------------------------------
+
+SentenceOption = Annotated[
+    str, typer.Option(help='The sentence, words separated by spaces: "the dog barks".')
+]
+FigureOutOption = Annotated[Path, typer.Option(help="The PNG file to write.")]
+TREE_HELP = 'One tree in brackets, as the models read it (no POS tags): "(S (NP the dog) (VP barks))".'
+PennOption = Annotated[
+    bool, typer.Option(help="--tree is Penn style: drop traces, function tags, ROOT and POS tags first.")
+]
+
+
+class PlotMethod(str, Enum):
+    auto = "auto"
+    beam = "beam"
+    exact = "exact"
+
+
+@plot_app.command("surprisal")
+def plot_surprisal(
+    models: Annotated[list[Path], typer.Argument(help="Saved model folders (e.g. runs/tg-tiny/best).")],
+    sentence: SentenceOption,
+    method: Annotated[
+        PlotMethod, typer.Option(help="auto: exact for words-only models, beam search for joint ones.")
+    ] = PlotMethod.auto,
+    out: FigureOutOption = Path("surprisal.png"),
+    action_beam: ActionBeamOption = 100,
+    word_beam: WordBeamOption = 10,
+    fast_track: FastTrackOption = 5,
+) -> None:
+    """Per-word surprisal (bits) along one sentence, one line per model, the method in the legend."""
+    from syntaxlm.inference import BeamSettings
+    from syntaxlm.report.model_figures import load_models, sentence_words, surprisal_comparison
+    from syntaxlm.report.plots import save_figure
+
+    beam = BeamSettings(action_beam, word_beam, fast_track)
+    figure = surprisal_comparison(
+        load_models(models), sentence_words(sentence), method=method.value, beam=beam
+    )
+    typer.echo(f"figure written to {save_figure(figure, out)}")
+
+
+@plot_app.command("distances")
+def plot_distances(model: ModelArgument, sentence: SentenceOption, out: FigureOutOption) -> None:
+    """PRPN Fig. 5 from the model's own syntactic distances; for SOM models, the tree it builds."""
+    from syntaxlm.models import load_model
+    from syntaxlm.report.model_figures import induced_structure_figure, sentence_words
+    from syntaxlm.report.plots import save_figure
+
+    figure = induced_structure_figure(load_model(model), sentence_words(sentence))
+    typer.echo(f"figure written to {save_figure(figure, out)}")
+
+
+@plot_app.command("mask")
+def plot_mask(
+    model: ModelArgument,
+    tree: Annotated[str, typer.Option(help=TREE_HELP)],
+    out: FigureOutOption,
+    penn: PennOption = False,
+) -> None:
+    """TG Fig. 2b by the model's own transform: STACK/COMPOSE (TG), causal (TXL), PLM-mask's heads."""
+    from syntaxlm.models import load_model
+    from syntaxlm.report.model_figures import structure_mask_figure, tree_in_model_view
+    from syntaxlm.report.plots import save_figure
+
+    figure = structure_mask_figure(load_model(model), tree_in_model_view(tree, penn=penn))
+    typer.echo(f"figure written to {save_figure(figure, out)}")
+
+
+@plot_app.command("attention")
+def plot_attention(
+    model: ModelArgument,
+    out: FigureOutOption,
+    layer: Annotated[int, typer.Option(help="Layer, from 0.")] = 0,
+    head: Annotated[int, typer.Option(help="Head, from 0 (plm-mask: 0 buffer, 1 stack).")] = 0,
+    tree: Annotated[str | None, typer.Option(help=TREE_HELP + " Joint models need one.")] = None,
+    sentence: Annotated[
+        str | None, typer.Option(help="Words-only models: the sentence (or give --tree).")
+    ] = None,
+    penn: PennOption = False,
+) -> None:
+    """The attention probabilities of one layer and head for one input (transformer models)."""
+    from syntaxlm.models import load_model
+    from syntaxlm.report.model_figures import attention_figure, sentence_words, tree_in_model_view
+    from syntaxlm.report.plots import save_figure
+
+    if (tree is None) == (sentence is None):
+        raise typer.BadParameter("give one of --tree and --sentence", param_hint="--tree")
+    given = {"tree": tree_in_model_view(tree, penn=penn)} if tree else {"words": sentence_words(sentence)}
+    figure = attention_figure(load_model(model), layer=layer, head=head, **given)
+    typer.echo(f"figure written to {save_figure(figure, out)}")
 
 
 # -- train ----------------------------------------------------------------------------------------------
@@ -1103,7 +1200,9 @@ def report(
 
 @app.command("train")
 def train_command(
-    config: Annotated[Path, typer.Argument(help="Recipe (YAML), e.g. configs/tg-tiny.yaml.")],
+    config: Annotated[
+        Path, typer.Argument(help="Recipe: a YAML file (configs/tg-tiny.yaml) or a recipe name (tg-tiny).")
+    ],
     out: Annotated[
         Path | None, typer.Option(help="Run folder (default: runs/<recipe name>).", show_default=False)
     ] = None,
@@ -1120,8 +1219,10 @@ def train_command(
     """Train a model from a recipe; under torchrun, on every process (data parallel)."""
     import os
 
+    from syntaxlm.experiments import find_recipe
     from syntaxlm.train import load_config, train
 
+    config = find_recipe(config)
     overrides = [
         f"data.{role}={json.dumps(str(path))}"  # quoted: read as a string, whatever the path
         for role, path in (("train", data_train), ("valid", data_valid), ("test", data_test))
@@ -1149,43 +1250,89 @@ def train_command(
 @app.command("quickstart")
 def quickstart(
     out: Annotated[Path, typer.Option(help="Folder for everything the run makes.")] = Path("runs/quickstart"),
-    sentences: Annotated[int, typer.Option(help="Synthetic sentences (train+dev+test).")] = 5000,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            help="Your treebank instead of the synthetic one: a folder with train.*, dev.* and test.* files, "
+            "or one PTB-bracket file (split 80/10/10 in file order).",
+            show_default=False,
+        ),
+    ] = None,
+    fast: Annotated[bool, typer.Option("--fast", help="A 2-minute smoke run: small data, one pass.")] = False,
+    models: Annotated[
+        str | None, typer.Option(help="Only these models (comma-separated names).", show_default=False)
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Random seed (data and training).")] = 0,
 ) -> None:
-    """The main job: synthetic treebank -> statistics -> Choe–Charniak view -> vocabularies."""
-    import time
+    """The main job: every model's tiny recipe trained on one treebank and compared (report.md).
 
+    An interrupted quickstart resumes where it stopped when run again with the same options.
+    """
     from syntaxlm.quickstart import run_quickstart
 
-    start = time.perf_counter()
-    summary = run_quickstart(out, sentences=sentences, seed=seed)
-    train = summary["treebank"]["train"]
-    words, subwords = summary["word_vocabulary"], summary["subword_vocabulary"]
-    lines = [
-        f"synthetic treebank (seed {seed}) in {out / 'data'}:",
-        *(
-            f"  {split:5} {s['sentences']:6d} sentences, {s['words']:7d} words, "
-            f"mean length {s['sentence_length']['mean']}, mean depth {s['depth']['mean']}"
-            for split, s in summary["treebank"].items()
+    chosen = [name.strip() for name in models.split(",") if name.strip()] if models else None
+    run_quickstart(out, data=data, fast=fast, seed=seed, models=chosen, echo=typer.echo)
+
+
+@app.command("reproduce")
+def reproduce_command(
+    recipe: Annotated[
+        str, typer.Argument(help="A recipe name (tg-ptb, prpn-ptb, esom-ewt, ...) or YAML file.")
+    ],
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder holding the recipe's treebank files (by their names: train.trees, dev.trees, ...).",
+            show_default=False,
         ),
-        (
-            f"  {summary['word_types_train']} word types in train; "
-            f"{len(summary['suites'] or [])} SyntaxGym-format suites in {out / 'data' / 'suites'}"
-        ),
-        (
-            f"word vocabulary ({out / 'vocab' / 'words'}): {words['size']} tokens, {words['symbols']} nonterminal "
-            f"symbols, {100 * words['dev_unknown_rate']:.2f}% of dev words unknown (mapped to UNK classes)"
-        ),
-        (
-            f"subword vocabulary ({out / 'vocab' / 'subwords'}): {subwords['size']} pieces, "
-            f"{subwords['pieces_per_word_dev']} pieces per dev word"
-        ),
-        "a dev sentence (Choe–Charniak view) and its pieces:",
-        f"  {summary['sample']['tree']}",
-        "  " + " ".join(summary["sample"]["pieces"]),
-        f"summary: {out / 'summary.json'}  ({time.perf_counter() - start:.1f} s; {train['sentences']} training trees)",
-    ]
-    typer.echo("\n".join(lines))
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Folder (default: runs/reproduce/<recipe>).", show_default=False)
+    ] = None,
+    seeds: Annotated[
+        int, typer.Option(help="Training runs, seeds 0..N-1 (the report gives mean ± std).")
+    ] = 1,
+    suites: Annotated[
+        list[Path] | None,
+        typer.Option("--suites", help="SyntaxGym suite files or folders to score every run on (repeatable)."),
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override a recipe key: --set train.max_steps=2000 (repeatable)."),
+    ] = None,
+    test_sentences: Annotated[
+        int | None, typer.Option(help="Score only the first N test sentences.", show_default=False)
+    ] = None,
+    action_beam: ActionBeamOption = 100,
+    word_beam: WordBeamOption = 10,
+    fast_track: FastTrackOption = 5,
+    batch_size: BatchSizeOption = 16,
+) -> None:
+    """A paper's table from its recipe: train (per seed) -> evaluate -> report (docs/reproduce.md).
+
+    Runs that finished are kept and interrupted ones resume, so the command can be run again.
+    """
+    from syntaxlm.experiments import EvalSettings, find_recipe, reproduce
+    from syntaxlm.inference import BeamSettings
+
+    if seeds < 1:
+        raise typer.BadParameter("at least one seed", param_hint="--seeds")
+    settings = EvalSettings(
+        beam=BeamSettings(action_beam, word_beam, fast_track),
+        test_sentences=test_sentences,
+        batch_size=batch_size,
+    )
+    name = find_recipe(recipe).stem
+    reproduce(
+        recipe,
+        out if out is not None else Path("runs") / "reproduce" / name,
+        data=data,
+        seeds=range(seeds),
+        suites=_suite_files(suites) if suites else [],
+        overrides=set_ or [],
+        settings=settings,
+        echo=typer.echo,
+    )
 
 
 def main() -> None:

@@ -1,81 +1,542 @@
-"""The main job (``syntaxlm quickstart``): the data pipeline end to end on the embedded default.
+"""The main job (``syntaxlm quickstart``): every model of the papers, tiny, trained and compared.
 
-It generates the synthetic treebank and its SyntaxGym-format suites, measures the corpus, writes
-the Choe–Charniak view the transformer models read, builds the word and subword vocabularies and
-writes ``summary.json``. Training and evaluating the models joins this pipeline as they arrive.
+On the embedded default (the synthetic treebank and its SyntaxGym-format suites, generated fresh
+from a seed) or on the user's treebank (``data=``), it
+
+1. writes the treebank's splits and statistics (``data/``, ``summary.json``);
+2. trains each model's tiny recipe (``configs/MODEL-tiny.yaml``) on the same splits with the same
+   budget: the same number of passes over the training sentences, the same seed
+   (``runs/MODEL/``; an interrupted quickstart resumes where it stopped);
+3. evaluates each trained model (``runs/MODEL/results/``): test perplexity (exact, or by a
+   word-synchronous beam for the joint models, labelled), the SyntaxGym suites, EVALB F1 of the
+   beam's parses for the joint models and UF1 of the induced trees for PRPN and SOM;
+4. writes ``report.md`` (made from the result files alone, plus figures drawn from the saved
+   models) and prints its table.
+
+``FULL`` is sized for about 12 minutes on 2 CPU cores, ``FAST`` for a 2-minute smoke run.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from syntaxlm import __version__
-from syntaxlm.data.stats import treebank_stats
-from syntaxlm.data.synthetic import write_synthetic_treebank
-from syntaxlm.files import atomic_writer, sha256_file
-from syntaxlm.text.build import build_vocabulary
-from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
-from syntaxlm.trees.ptb import TreeReader, read_trees, write_trees
+from syntaxlm.errors import InputFormatError
+from syntaxlm.experiments import EvalSettings, evaluate_model, find_recipe, recipe_with_data, train_or_resume
+from syntaxlm.files import atomic_writer
+from syntaxlm.inference.beam import BeamSettings
+from syntaxlm.results import read_result
 
 SPLITS = ("train", "dev", "test")
+DATA_ROLES = (("train", "train"), ("valid", "dev"), ("test", "test"))  # recipe key, split
+
+
+@dataclass(frozen=True)
+class QuickstartModel:
+    """One row of the comparison: the model, its paper, and what its training reads."""
+
+    name: str
+    paper: str
+    trees: str  # what training reads besides the words
+
+
+MODELS = (
+    QuickstartModel("txl-terminals", "Sartran et al. 2022 (TG), baseline", "none (words only)"),
+    QuickstartModel("txl-trees", "Sartran et al. 2022 (TG), baseline", "constituency (actions)"),
+    QuickstartModel("tg", "Sartran et al. 2022 (TG)", "constituency (actions, STACK/COMPOSE)"),
+    QuickstartModel(
+        "plm-mask", "Qian et al. 2021 (structural guidance)", "constituency (actions, masked heads)"
+    ),
+    QuickstartModel("sclm-next", "Qian et al. 2021 (structural guidance)", "constituency (scaffold)"),
+    QuickstartModel("prpn", "Shen et al. 2018 (PRPN)", "none (induces trees)"),
+    QuickstartModel("esom", "Shen et al. 2021 (SOM)", "constituency (memory decisions)"),
+    QuickstartModel("dm-lstm", "Yang et al. 2022 (DMLM)", "dependency (from head rules)"),
+)
+WORDS_ONLY_BASELINE = "txl-terminals"
+# The suites where the papers find structure-aware models ahead: agreement and NPI licensing.
+AGREEMENT_AND_LICENSING = ("synthetic_number_", "synthetic_reflexive_", "synthetic_npi_")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one quickstart costs: the treebank's size, items per suite, the passes over the
+    training sentences every model makes (rows per batch), and how the models are scored."""
+
+    sentences: int
+    items_per_suite: int
+    epochs: int
+    batch_size: int
+    test_sentences: int
+    beam: BeamSettings
+    figure_sentence: str = "The authors near the senator have praised themselves ."
+
+
+FULL = Budget(
+    sentences=5000,
+    items_per_suite=12,
+    epochs=2,
+    batch_size=32,
+    test_sentences=150,
+    beam=BeamSettings(10, 3, 1),
+)
+FAST = Budget(
+    sentences=400, items_per_suite=2, epochs=1, batch_size=32, test_sentences=20, beam=BeamSettings(5, 2, 1)
+)
+
+
+# --- progress -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Stages:
+    """An overall progress display: ``[k/n] stage ... (elapsed, about T left)``. The time left is
+    the remaining stages' expected weights at the pace observed so far."""
+
+    weights: list[tuple[str, float]]
+    echo: Callable[[str], None] = print
+    start: float = field(default_factory=time.perf_counter)
+    done_weight: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def run(self, index: int, action: Callable[[], Any]) -> Any:
+        name, weight = self.weights[index]
+        elapsed = time.perf_counter() - self.start
+        left = sum(w for _, w in self.weights[index:])
+        eta = f", about {_clock(elapsed / self.done_weight * left)} left" if self.done_weight else ""
+        self.echo(f"[{index + 1}/{len(self.weights)}] {name}  ({_clock(elapsed)} elapsed{eta})")
+        began = time.perf_counter()
+        value = action()
+        self.timings[name] = round(time.perf_counter() - began, 1)
+        self.done_weight += weight
+        return value
+
+
+def _clock(seconds: float) -> str:
+    seconds = round(seconds)
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+# Relative cost of each stage on 2 CPU cores (training per epoch, evaluation), for the ETA.
+TRAIN_WEIGHT = {
+    "txl-terminals": 1.0, "txl-trees": 5.0, "tg": 5.0, "plm-mask": 1.5,
+    "sclm-next": 2.5, "prpn": 2.0, "esom": 6.0, "dm-lstm": 2.0,
+}  # fmt: skip
+EVAL_WEIGHT = {"txl-trees": 4.0, "tg": 4.0, "plm-mask": 3.0, "sclm-next": 3.0}
+
+
+# --- data -----------------------------------------------------------------------------------------
+
+
+def prepare_data(out: Path, *, data: Path | None, budget: Budget, seed: int) -> dict[str, Any]:
+    """Write or find the splits; returns their paths, the suites and the treebank statistics."""
+    from syntaxlm.data.stats import treebank_stats
+    from syntaxlm.data.synthetic import write_synthetic_treebank
+
+    folder = out / "data"
+    if data is None:
+        manifest = write_synthetic_treebank(
+            folder, sentences=budget.sentences, seed=seed, items_per_suite=budget.items_per_suite
+        )
+        splits = {split: folder / f"{split}.trees" for split in SPLITS}
+        suites = sorted((folder / "suites").glob("*.json"))
+        source = {
+            "synthetic": {"sentences": budget.sentences, "seed": seed},
+            "suites": manifest.get("suites"),
+        }
+    else:
+        splits = user_splits(Path(data), folder)
+        suites = []
+        source = {"treebank": str(data)}
+    stats = {}
+    for split, path in splits.items():
+        if path.suffix not in (".conllu", ".conll"):
+            numbers = treebank_stats(path)
+            stats[split] = {key: numbers[key] for key in ("sentences", "words", "sentence_length", "depth")}
+    return {"splits": splits, "suites": suites, "source": source, "treebank": stats}
+
+
+def user_splits(data: Path, folder: Path) -> dict[str, Path]:
+    """A user's treebank as train/dev/test: a folder holding ``train.*``, ``dev.*`` (or
+    ``valid.*``) and ``test.*`` files, or one PTB-bracket file split 80/10/10 in file order."""
+    from syntaxlm.trees.ptb import read_trees, write_trees
+
+    if data.is_dir():
+        splits = {}
+        for split, stems in (("train", ("train",)), ("dev", ("dev", "valid")), ("test", ("test",))):
+            found = sorted(p for stem in stems for p in data.glob(f"{stem}.*") if p.is_file())
+            if not found:
+                raise InputFormatError(
+                    f"no {split} file", path=data, expected="train.*, dev.* (or valid.*) and test.* files"
+                )
+            splits[split] = found[0]
+        return splits
+    if not data.is_file():
+        raise FileNotFoundError(f"{data}: no such treebank file or folder")
+    trees = list(read_trees(data))
+    if len(trees) < 10:
+        raise InputFormatError(
+            f"{len(trees)} trees", path=data, expected="at least 10 trees to split 80/10/10"
+        )
+    n_train, n_dev = int(0.8 * len(trees)), int(0.1 * len(trees))
+    parts = {
+        "train": trees[:n_train],
+        "dev": trees[n_train : n_train + n_dev],
+        "test": trees[n_train + n_dev :],
+    }
+    splits = {}
+    for split, part in parts.items():
+        splits[split] = folder / f"{split}.trees"
+        write_trees(splits[split], part)
+    return splits
+
+
+# --- training and evaluation ----------------------------------------------------------------------
+
+
+def model_config(name: str, splits: dict[str, Path], budget: Budget, seed: int):
+    """The tiny recipe of ``name`` on the quickstart's splits and budget (``RunConfig``)."""
+    overrides = [f"data.{role}={json.dumps(str(splits[split]))}" for role, split in DATA_ROLES] + [
+        f"train.batch_size={budget.batch_size}",
+        f"train.epochs={budget.epochs}",
+        "train.max_steps=1000000",
+        "train.eval_every=1000000",  # validated once, at the end: the model evaluated is the last one
+        "train.checkpoint_every=50",
+        "train.patience=null",
+        # about 40 points on each training-loss curve of the report
+        f"train.log_every={max(1, budget.epochs * budget.sentences // budget.batch_size // 40)}",
+    ]
+    config = recipe_with_data(find_recipe(f"{name}-tiny"), None, overrides, seed=seed)
+    if hasattr(config.model, "dependency_batches"):  # DMLM: stage 1 for a fifth of the first epoch
+        config.model = replace(
+            config.model, dependency_batches=max(1, budget.sentences // (6 * budget.batch_size))
+        )
+    return config
+
+
+def readable(name: str, data_kinds: set[str]) -> bool:
+    """Whether model ``name`` reads the kind of treebank given."""
+    from syntaxlm.models import model_class
+
+    return data_kinds <= set(model_class(name).reads)
+
+
+# --- the whole job --------------------------------------------------------------------------------
 
 
 def run_quickstart(
-    out: str | Path, *, sentences: int = 5000, seed: int = 0, subword_size: int = 2000
-) -> dict:
-    """Run the pipeline into ``out`` and return (and save) its summary."""
-    out = Path(out)
-    data = out / "data"
-    manifest = write_synthetic_treebank(data, sentences=sentences, seed=seed)
-    stats = {split: treebank_stats(data / f"{split}.trees") for split in SPLITS}
-    views = {}
-    for split in SPLITS:
-        views[split] = data / f"{split}.choe-charniak.trees"
-        write_trees(views[split], TreeReader(data / f"{split}.trees", cleaning=CHOE_CHARNIAK_CLEANING))
-    train = data / "train.trees"
-    words = build_vocabulary(train, out / "vocab" / "words", kind="word", min_freq=2)
-    subwords = build_vocabulary(train, out / "vocab" / "subwords", kind="subword", vocab_size=subword_size)
+    out: str | Path,
+    *,
+    data: str | Path | None = None,
+    fast: bool = False,
+    budget: Budget | None = None,
+    seed: int = 0,
+    models: Sequence[str] | None = None,
+    echo: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Run the whole job into ``out``; returns the summary (also ``out/summary.json``).
 
-    dev_words = [word for tree in read_trees(views["dev"], pos_tags=False) for word in tree.leaves()]
-    unknown = sum(1 for word in dev_words if word not in words)
-    sample = next(read_trees(views["dev"], pos_tags=False))
-    encoding = subwords.encode_words(sample.leaves())
+    ``budget``: ``FULL`` (default), ``FAST`` (``fast=True``) or one of the caller's own.
+    """
+    from syntaxlm.train.trainer import treebank_kind
+
+    out = Path(out)
+    if budget is None:
+        budget = FAST if fast else FULL
+    chosen = [m for m in MODELS if models is None or m.name in models]
+    unknown = set(models or ()) - {m.name for m in MODELS}
+    if unknown:
+        raise InputFormatError(
+            f"unknown quickstart model(s) {', '.join(sorted(unknown))}",
+            expected=", ".join(m.name for m in MODELS),
+        )
+    weights = [("prepare the data", 0.3)]
+    for m in chosen:
+        weights.append((f"train {m.name}", TRAIN_WEIGHT[m.name] * budget.epochs))
+        weights.append((f"evaluate {m.name}", EVAL_WEIGHT.get(m.name, 0.5)))
+    weights.append(("write the report", 1.0))
+    stages = Stages(weights, echo=echo)
+
+    prepared = stages.run(
+        0, lambda: prepare_data(out, data=None if data is None else Path(data), budget=budget, seed=seed)
+    )
+    kinds = {treebank_kind(path) for path in prepared["splits"].values()}
+    settings = EvalSettings(
+        beam=budget.beam, test_sentences=budget.test_sentences, batch_size=budget.batch_size
+    )
+    skipped = {}
+    for k, m in enumerate(chosen):
+        run = out / "runs" / m.name
+        if not readable(m.name, kinds):
+            skipped[m.name] = f"reads {' or '.join(sorted(kinds))} trees it cannot use"
+            stages.run(1 + 2 * k, lambda: None)
+            stages.run(2 + 2 * k, lambda: None)
+            continue
+        config = model_config(m.name, prepared["splits"], budget, seed)
+        stages.run(1 + 2 * k, partial(train_or_resume, config, run, progress=False))
+        evaluate = partial(
+            evaluate_model,
+            run / "best",
+            run / "results",
+            test=prepared["splits"]["test"],
+            suites=prepared["suites"],
+            settings=settings,
+        )
+        stages.run(2 + 2 * k, evaluate)
     summary = {
         "syntaxlm": __version__,
         "python": platform.python_version(),
+        "platform": platform.platform(),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "seed": seed,
-        "sentences": sentences,
-        "files": {
-            str(path.relative_to(out)): sha256_file(path)
-            for path in sorted(data.rglob("*"))
-            if path.is_file()
-        },
-        "treebank": {
-            split: {key: stats[split][key] for key in ("sentences", "words", "sentence_length", "depth")}
-            for split in SPLITS
-        },
-        "word_types_train": len({w for tree in read_trees(train) for w in tree.leaves()}),
-        "suites": manifest.get("suites"),
-        "word_vocabulary": {
-            "size": len(words),
-            "symbols": len(words.symbols),
-            "dev_unknown_rate": unknown / len(dev_words),
-        },
-        "subword_vocabulary": {
-            "size": len(subwords),
-            "symbols": len(subwords.symbols),
-            "pieces_per_word_dev": round(
-                sum(len(subwords.encode_words([w]).ids) for w in dev_words) / len(dev_words), 3
-            ),
-        },
-        "sample": {
-            "tree": sample.to_bracket(),
-            "pieces": list(encoding.pieces),
-            "word_of_piece": list(encoding.word_index),
-        },
+        "budget": asdict(budget),
+        "data": prepared["source"],
+        "splits": {split: str(path) for split, path in prepared["splits"].items()},
+        "treebank": prepared["treebank"],
+        "models": [m.name for m in chosen],
+        "skipped": skipped,
     }
+    table = stages.run(len(weights) - 1, lambda: write_report(out, chosen, summary, budget))
+    summary["seconds"] = stages.timings
+    summary["total_seconds"] = round(time.perf_counter() - stages.start, 1)
     with atomic_writer(out / "summary.json") as handle:
         json.dump(summary, handle, indent=2, ensure_ascii=False)
+    echo(table)
+    echo(f"report: {out / 'report.md'}  ({_clock(summary['total_seconds'])} in all)")
     return summary
+
+
+# --- the report -----------------------------------------------------------------------------------
+
+
+def model_numbers(run: Path) -> dict[str, Any]:
+    """One model's numbers, read from its result files only."""
+    numbers: dict[str, Any] = {"suites": {}}
+    training = run / "training.json"
+    if training.is_file():
+        result = read_result(training)["result"]
+        numbers.update(parameters=result["parameters"], valid_loss=result["last_valid_loss"])
+    results = run / "results"
+    if (results / "perplexity.json").is_file():
+        result = read_result(results / "perplexity.json")["result"]
+        numbers["perplexity"] = result["perplexity"]
+        numbers["perplexity_method"] = (result.get("marginalisation") or {}).get("method", "exact")
+    if (results / "parseval.json").is_file():
+        numbers["parse_f1"] = read_result(results / "parseval.json")["result"]["summary"]["all"]["f1"]
+    if (results / "uf1.json").is_file():
+        numbers["uf1"] = 100 * read_result(results / "uf1.json")["result"]["model"]["mean_sentence_f1"]
+    for path in sorted((results / "sg").glob("*.json")):
+        result = read_result(path)["result"]
+        numbers["suites"][result["suite"]] = result["accuracy_pred0"]
+    if numbers["suites"]:
+        numbers["sg_mean"] = statistics.mean(numbers["suites"].values())
+        focus = [v for s, v in numbers["suites"].items() if s.startswith(AGREEMENT_AND_LICENSING)]
+        if focus:
+            numbers["agreement_licensing"] = statistics.mean(focus)
+    return numbers
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def pattern_statement(numbers: dict[str, dict[str, Any]]) -> str:
+    """Whether the models trained on trees are ahead of the words-only baseline on the agreement
+    and licensing suites, as the papers report, said plainly either way."""
+    base = numbers.get(WORDS_ONLY_BASELINE, {}).get("agreement_licensing")
+    if base is None:
+        return (
+            "The words-only baseline (TXL (terminals)) was not scored on the suites; no comparison is made."
+        )
+    structured = [m.name for m in MODELS if not m.trees.startswith("none") and m.name in numbers]
+    ahead = [n for n in structured if numbers[n].get("agreement_licensing", -1) > base]
+    behind = [n for n in structured if n not in ahead and "agreement_licensing" in numbers[n]]
+    shown = lambda names: ", ".join(f"{n} ({numbers[n]['agreement_licensing']:.3f})" for n in names)
+    text = f"On the agreement and licensing suites the words-only TXL (terminals) scores {base:.3f}. "
+    if ahead and not behind:
+        return (
+            text
+            + f"Every model trained on trees is ahead of it: {shown(ahead)}, the pattern the papers report."
+        )
+    if ahead:
+        return text + (
+            f"Ahead of it: {shown(ahead)}. Not ahead: {shown(behind)}. The papers' pattern (structure-aware "
+            "models ahead) appears only for the models listed first at this scale."
+        )
+    return text + (
+        f"No model trained on trees is ahead of it ({shown(behind)}): the pattern the papers report does not "
+        "appear at this scale."
+    )
+
+
+def write_report(
+    out: Path, chosen: Sequence[QuickstartModel], summary: dict[str, Any], budget: Budget
+) -> str:
+    """Write ``out/report.md`` and its figures; returns the comparison table (Markdown)."""
+    from syntaxlm.report.model_figures import report_model_figures
+    from syntaxlm.report.plots import (
+        circuit_accuracy_figure,
+        perplexity_vs_sg_figure,
+        save_figure,
+        training_curves_figure,
+    )
+
+    numbers = {
+        m.name: model_numbers(out / "runs" / m.name) for m in chosen if (out / "runs" / m.name).is_dir()
+    }
+    header = "| model | paper | trees in training | parameters | test PPL (method) | SG mean | agreement & licensing | parse F1 | UF1 |"
+    table = [header, "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for m in chosen:
+        n = numbers.get(m.name)
+        if n is None:
+            table.append(
+                f"| {m.name} | {m.paper} | {m.trees} | not run: {summary['skipped'].get(m.name, '')} |||||| "
+            )
+            continue
+        ppl = f"{_number(n.get('perplexity'), 2)} ({n.get('perplexity_method', '–')})"
+        table.append(
+            f"| {m.name} | {m.paper} | {m.trees} | {n.get('parameters', 0):,} | {ppl} | {_number(n.get('sg_mean'))} "
+            f"| {_number(n.get('agreement_licensing'))} | {_number(n.get('parse_f1'), 1)} | {_number(n.get('uf1'), 1)} |"
+        )
+    suites = sorted({s for n in numbers.values() for s in n["suites"]})
+    lines = [
+        "# syntaxlm quickstart",
+        "",
+        f"{summary['created']}, syntaxlm {summary['syntaxlm']}, Python {summary['python']}, {summary['platform']}.",
+        "",
+        _data_line(summary, budget),
+        "",
+        "## Models",
+        "",
+        *table,
+        "",
+        pattern_statement(numbers)
+        if suites
+        else "No SyntaxGym suites were scored (a user treebank has none).",
+        "",
+        _method_note(budget),
+        "",
+    ]
+    figures = out / "figures"
+    if suites:
+        by_suite = {name: n["suites"] for name, n in numbers.items() if n["suites"]}
+        short = {s: s.removeprefix("synthetic_") for s in suites}
+        accuracy = {name: {short[s]: v for s, v in values.items()} for name, values in by_suite.items()}
+        save_figure(
+            circuit_accuracy_figure(
+                accuracy, circuits=[short[s] for s in suites], title="SyntaxGym accuracy by suite"
+            ),
+            figures / "sg_suites.png",
+        )
+        lines += ["## SyntaxGym suites", "", "![accuracy by suite](figures/sg_suites.png)", ""]
+        lines += ["| suite | " + " | ".join(by_suite) + " |", "|---|" + "---:|" * len(by_suite)]
+        for s in suites:
+            lines.append(
+                f"| {short[s]} | "
+                + " | ".join(_number(v["suites"].get(s)) for v in numbers.values() if v["suites"])
+                + " |"
+            )
+        lines.append("")
+        points = {
+            name: (n["perplexity"], n["sg_mean"])
+            for name, n in numbers.items()
+            if "perplexity" in n and "sg_mean" in n
+        }
+        if points:
+            figure = perplexity_vs_sg_figure(points, title="test perplexity and mean SG accuracy")
+            figure.axes[0].set_ylabel("mean accuracy over the suites")
+            save_figure(figure, figures / "perplexity_vs_sg.png")
+            lines += ["![perplexity vs SG](figures/perplexity_vs_sg.png)", ""]
+    curves = {}
+    for m in chosen:
+        steps, losses = _training_curve(out / "runs" / m.name / "log.csv")
+        if steps:
+            curves[m.name] = (steps, losses)
+    if curves:
+        figure = training_curves_figure(
+            curves, ylabel="training loss (nats per target token)", title="training loss"
+        )
+        save_figure(figure, figures / "training.png")
+        lines += [
+            "## Training",
+            "",
+            "![training loss](figures/training.png)",
+            "",
+            (
+                "Losses are per each model's own target tokens (actions as well as words for the joint "
+                "models), so a curve compares runs of one model, not models."
+            ),
+            "",
+        ]
+    runs = [out / "runs" / name for name in numbers]
+    lines += report_model_figures(runs, budget.figure_sentence.split(), figures, beam=budget.beam)
+    lines = [
+        line.replace("](surprisal.png)", "](figures/surprisal.png)").replace(
+            "](structure-", "](figures/structure-"
+        )
+        for line in lines
+    ]
+    lines += [
+        "## Files",
+        "",
+        (
+            "Every number above is read from the result files under `runs/MODEL/` (`training.json`, "
+            "`results/perplexity.json`, `results/parseval.json`, `results/uf1.json`, `results/sg/*.json`); "
+            "`summary.json` holds the budget and the time of each stage."
+        ),
+        "",
+    ]
+    with atomic_writer(out / "report.md") as handle:
+        handle.write("\n".join(lines))
+    return "\n".join(table)
+
+
+def _data_line(summary: dict[str, Any], budget: Budget) -> str:
+    source = summary["data"]
+    train = summary["treebank"].get("train", {})
+    what = (
+        f"the synthetic treebank (seed {summary['seed']}, {budget.sentences} sentences, "
+        f"{budget.items_per_suite} items per suite)"
+        if "synthetic" in source
+        else f"`{source['treebank']}`"
+    )
+    return (
+        f"Data: {what}; {train.get('sentences', '?')} training sentences. Every model: its tiny recipe "
+        f"(`configs/MODEL-tiny.yaml`), {budget.epochs} passes over the training sentences, "
+        f"{budget.batch_size} rows per batch, seed {summary['seed']}."
+    )
+
+
+def _method_note(budget: Budget) -> str:
+    beam = budget.beam
+    return (
+        f"Perplexity: the first {budget.test_sentences} test sentences, per word with the end of the "
+        "sentence counted. Words-only models are exact; the joint models (trees and words) marginalise "
+        f"over trees by a word-synchronous beam (action beam {beam.action_beam}, word beam {beam.word_beam}, "
+        f"fast track {beam.fast_track}: small for speed; the papers use 100/10/5), which sums over fewer "
+        "trees than exist and so overstates their perplexity. Parse F1: EVALB (COLLINS.prm) of the "
+        "beam's best trees. UF1: sentence-level mean unlabelled F1 of the induced binary trees."
+    )
+
+
+def _training_curve(log: Path) -> tuple[list[int], list[float]]:
+    import csv
+
+    if not log.is_file():
+        return [], []
+    steps, losses = [], []
+    with open(log, newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            if row.get("train_loss"):
+                steps.append(int(row["step"]))
+                losses.append(float(row["train_loss"]))
+    return steps, losses

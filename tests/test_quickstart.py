@@ -1,28 +1,162 @@
 import json
+import re
 
-from syntaxlm.quickstart import run_quickstart
-from syntaxlm.text.base import load_vocabulary
+import pytest
+
+from syntaxlm.experiments import find_recipe, recipe_names
+from syntaxlm.inference.beam import BeamSettings
+from syntaxlm.models import ConfigError
+from syntaxlm.quickstart import (
+    FAST,
+    FULL,
+    MODELS,
+    Budget,
+    Stages,
+    model_numbers,
+    pattern_statement,
+    run_quickstart,
+)
+from syntaxlm.results import read_result
 from syntaxlm.trees.ptb import read_trees
-from syntaxlm.trees.tree import Tree
 
 from .test_cli import run
 
+TINY = Budget(
+    sentences=120, items_per_suite=1, epochs=1, batch_size=16, test_sentences=4, beam=BeamSettings(3, 2, 1)
+)
+CHOSEN = ["txl-terminals", "tg", "prpn"]
 
-def test_pipeline_end_to_end(tmp_path):
-    summary = run_quickstart(tmp_path, sentences=600, seed=3, subword_size=400)
-    assert json.loads((tmp_path / "summary.json").read_text()) == summary
-    assert summary["treebank"]["train"]["sentences"] == 480
-    assert sum(s["sentences"] for s in summary["treebank"].values()) == 600
-    cc = list(read_trees(tmp_path / "data" / "train.choe-charniak.trees", pos_tags=False))
-    raw = list(read_trees(tmp_path / "data" / "train.trees"))
-    assert [t.leaves() for t in cc] == [t.leaves() for t in raw]
-    words = load_vocabulary(tmp_path / "vocab" / "words")
-    subwords = load_vocabulary(tmp_path / "vocab" / "subwords")
-    assert "(NP" in words and "(NP" in subwords and "NP)" in subwords
-    sample = summary["sample"]
-    n_words = len(Tree.from_bracket(sample["tree"]).leaves())
-    assert sorted(set(sample["word_of_piece"])) == list(range(n_words))
-    assert all(name in summary["files"] for name in ("data/train.trees", "data/manifest.json"))
+
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory):
+    out = tmp_path_factory.mktemp("quickstart")
+    lines = []
+    summary = run_quickstart(out, budget=TINY, models=CHOSEN, echo=lines.append)
+    return out, summary, lines
+
+
+def _table_rows(report: str) -> dict[str, list[str]]:
+    rows = {}
+    for line in report.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if line.startswith("| ") and cells[0] in {m.name for m in MODELS}:
+            rows.setdefault(cells[0], cells)
+    return rows
+
+
+def test_every_model_is_trained_evaluated_and_reported(quickstart):
+    out, summary, lines = quickstart
+    assert summary["models"] == CHOSEN
+    assert [line.split("]")[0] for line in lines if line.startswith("[")] == [f"[{k}/8" for k in range(1, 9)]
+    assert set(summary["seconds"]) == {
+        "prepare the data",
+        *(f"{step} {name}" for name in CHOSEN for step in ("train", "evaluate")),
+        "write the report",
+    }
+    report = (out / "report.md").read_text()
+    assert set(_table_rows(report)) == set(CHOSEN)
+    for figure in ("sg_suites", "perplexity_vs_sg", "training", "surprisal", "structure-prpn"):
+        assert (out / "figures" / f"{figure}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"figures/{figure}.png" in report
+    results = out / "runs" / "tg" / "results"
+    assert {p.name for p in results.iterdir()} == {"perplexity.json", "parseval.json", "sg"}
+    assert len(list((results / "sg").glob("*.json"))) == len(list((out / "data" / "suites").glob("*.json")))
+    assert (out / "runs" / "prpn" / "results" / "uf1.json").is_file()
+    assert not (out / "runs" / "txl-terminals" / "results" / "parseval.json").exists()
+    tg = read_result(results / "perplexity.json")
+    assert tg["result"]["marginalisation"]["method"] == "beam"
+    assert (tg["result"]["n_sentences"], tg["options"]["test_sentences"]) == (4, 4)
+
+
+def test_the_reports_numbers_are_those_of_the_result_files(quickstart):
+    out, _, _ = quickstart
+    rows = _table_rows((out / "report.md").read_text())
+    for name in CHOSEN:
+        numbers = model_numbers(out / "runs" / name)
+        row = rows[name]
+        assert row[4].startswith(f"{numbers['perplexity']:.2f} ({numbers['perplexity_method']})")
+        assert row[5] == f"{numbers['sg_mean']:.3f}"
+        ppl = read_result(out / "runs" / name / "results" / "perplexity.json")["result"]["perplexity"]
+        assert numbers["perplexity"] == ppl
+    prpn_uf1 = read_result(out / "runs" / "prpn" / "results" / "uf1.json")["result"]["model"][
+        "mean_sentence_f1"
+    ]
+    assert rows["prpn"][8] == f"{100 * prpn_uf1:.1f}"
+    assert rows["txl-terminals"][7] == "–"
+
+
+def test_a_second_run_resumes_without_training_again(quickstart):
+    out, _, _ = quickstart
+    training = out / "runs" / "tg" / "training.json"
+    before = training.stat().st_mtime_ns
+    run_quickstart(out, budget=TINY, models=["tg"], echo=lambda line: None)
+    assert training.stat().st_mtime_ns == before
+    other = Budget(**{**TINY.__dict__, "epochs": 2})
+    with pytest.raises(ConfigError, match="finished run of another recipe"):
+        run_quickstart(out, budget=other, models=["tg"], echo=lambda line: None)
+
+
+def test_a_user_treebank_is_split_and_has_no_suites(tmp_path, quickstart):
+    out, _, _ = quickstart
+    trees = list(read_trees(out / "data" / "train.trees"))[:40]
+    source = tmp_path / "mine.mrg"
+    source.write_text("\n".join(tree.to_bracket() for tree in trees) + "\n")
+    summary = run_quickstart(tmp_path / "run", data=source, budget=TINY, models=["txl-terminals"], echo=print)
+    assert [summary["treebank"][s]["sentences"] for s in ("train", "dev", "test")] == [32, 4, 4]
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "No SyntaxGym suites were scored" in report
+    assert "`" + str(source) + "`" in report
+
+
+def test_bad_choices_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown quickstart model"):
+        run_quickstart(tmp_path, budget=TINY, models=["gpt"], echo=print)
+    with pytest.raises(FileNotFoundError, match="no such treebank"):
+        run_quickstart(tmp_path, data=tmp_path / "missing.mrg", budget=TINY, echo=print)
+    folder = tmp_path / "bank"
+    folder.mkdir()
+    (folder / "train.trees").write_text("(S (NN a))\n")
+    with pytest.raises(ValueError, match="no dev file"):
+        run_quickstart(tmp_path / "x", data=folder, budget=TINY, echo=print)
+
+
+def test_the_pattern_is_stated_plainly_either_way():
+    ahead = {"txl-terminals": {"agreement_licensing": 0.5}, "tg": {"agreement_licensing": 0.7}}
+    assert "the pattern the papers report" in pattern_statement(ahead)
+    assert "does not" not in pattern_statement(ahead)
+    behind = {"txl-terminals": {"agreement_licensing": 0.5}, "tg": {"agreement_licensing": 0.4}}
+    assert "does not appear at this scale" in pattern_statement(behind)
+    mixed = {**ahead, "plm-mask": {"agreement_licensing": 0.1}}
+    assert re.search(r"Ahead of it: tg \(0\.700\)\. Not ahead: plm-mask \(0\.100\)", pattern_statement(mixed))
+
+
+def test_stages_estimate_the_time_left_from_the_pace_so_far():
+    lines = []
+    stages = Stages([("a", 1.0), ("b", 3.0)], echo=lines.append)
+    stages.run(0, lambda: None)
+    stages.start -= 10  # as if stage a took 10 s
+    stages.run(1, lambda: None)
+    assert lines[0] == "[1/2] a  (0:00 elapsed)"
+    assert lines[1].startswith("[2/2] b  (0:10 elapsed, about 0:30 left)")
+
+
+def test_budgets_and_recipes():
+    assert FAST.sentences < FULL.sentences and FAST.epochs <= FULL.epochs
+    for model in MODELS:
+        assert find_recipe(f"{model.name}-tiny").is_file()
+    assert "tg-ptb" in recipe_names()
+    assert find_recipe(find_recipe("tg-tiny")) == find_recipe("tg-tiny")
+    with pytest.raises(ConfigError, match="no recipe named 'tg-huge'.*known recipes: .*tg-tiny"):
+        find_recipe("tg-huge")
+    with pytest.raises(ConfigError, match="no such recipe file"):
+        find_recipe("nowhere/tg.yaml")
+
+
+def test_quickstart_command_options():
+    result = run("quickstart", "--help")
+    assert result.returncode == 0
+    for option in ("--fast", "--data", "--models", "--out"):
+        assert option in result.stdout
 
 
 def test_synth_command_is_deterministic(tmp_path):

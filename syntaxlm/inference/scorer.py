@@ -360,11 +360,18 @@ def blimp_scorer(scorer: Scorer, *, tokenize: Callable[[str], list[str]] = ptb_t
 
 
 def perplexity_logprobs(
-    scorer: Scorer, sentences: Sequence[Sequence[str]], *, count_eos: bool, **given
+    scorer: Scorer,
+    sentences: Sequence[Sequence[str]],
+    *,
+    count_eos: bool,
+    scores: Sequence[SentenceScores] | None = None,
+    **given,
 ) -> tuple[list[np.ndarray], dict[str, Any]]:
     """Per-sentence word log-probabilities (with the end entry last when ``count_eos``) and the
-    ``marginalisation`` metadata, for ``eval.perplexity.perplexity``."""
-    scores = scorer.score(sentences, **given)
+    ``marginalisation`` metadata, for ``eval.perplexity.perplexity``. ``scores``: the scorer's own
+    scores of ``sentences`` when already computed (they are then not computed again)."""
+    if scores is None:
+        scores = scorer.score(sentences, **given)
     logprobs = [np.append(s.word_logprobs, s.end_logprob) if count_eos else s.word_logprobs for s in scores]
     bound = {
         "exact": "exact",

@@ -1,0 +1,313 @@
+"""Experiments: the steps that ``syntaxlm quickstart`` and ``syntaxlm reproduce`` chain.
+
+- ``find_recipe``: a recipe by file or by name (``tg-tiny`` is ``configs/tg-tiny.yaml``);
+- ``train_or_resume``: train a recipe into a run folder; a finished run is kept as it is, an
+  interrupted one is resumed from its checkpoint (nothing is trained twice);
+- ``evaluate_model``: a saved model on a test treebank (word-level perplexity, marginalised over
+  trees for joint models; EVALB F1 of the beam's parses for joint models; UF1 of the induced trees
+  for PRPN and SOM) and on SyntaxGym suites, each result a result file (``syntaxlm.results``);
+- ``suite_results``: a scorer on SyntaxGym suites, one result per suite (also ``eval sg --model``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from syntaxlm.errors import InputFormatError
+from syntaxlm.inference.beam import PAPER_BEAM, BeamSettings
+from syntaxlm.models import ConfigError
+from syntaxlm.results import read_result, result_record, write_result
+
+RECIPE_FOLDER = "configs"
+
+
+# --- recipes --------------------------------------------------------------------------------------
+
+
+def recipe_folders() -> list[Path]:
+    """Where recipe names are looked up: ``./configs``, then the ``configs`` of this checkout."""
+    checkout = Path(__file__).resolve().parents[1] / RECIPE_FOLDER
+    return list(dict.fromkeys([Path.cwd() / RECIPE_FOLDER, checkout]))
+
+
+def recipe_names() -> list[str]:
+    """Every recipe name found in ``recipe_folders()``."""
+    return sorted({path.stem for folder in recipe_folders() for path in folder.glob("*.yaml")})
+
+
+def find_recipe(name_or_path: str | Path) -> Path:
+    """A recipe file: the path itself when it is one, else ``configs/NAME.yaml`` (``ConfigError`` if none)."""
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    if path.suffix in (".yaml", ".yml") or len(path.parts) > 1:
+        raise ConfigError(f"{path}: no such recipe file")
+    for folder in recipe_folders():
+        candidate = folder / f"{path.name}.yaml"
+        if candidate.is_file():
+            return candidate
+    known = ", ".join(recipe_names()) or "none found"
+    raise ConfigError(f"no recipe named {str(name_or_path)!r} in {RECIPE_FOLDER}/; known recipes: {known}")
+
+
+# --- training -------------------------------------------------------------------------------------
+
+
+def train_or_resume(config, out: str | Path, *, progress: bool = True) -> dict[str, Any]:
+    """Train ``config`` (a ``RunConfig``) into ``out`` and return the training result.
+
+    A folder whose run finished (its ``training.json``) is not trained again, provided it was
+    trained with the same recipe; a folder holding an interrupted run is resumed.
+    """
+    from syntaxlm.files import read_json
+    from syntaxlm.train.checkpoint import CHECKPOINT_FILE
+    from syntaxlm.train.trainer import CONFIG_FILE, RESULT_FILE, train
+
+    out = Path(out)
+    if (out / RESULT_FILE).is_file():
+        saved = read_json(out / CONFIG_FILE, InputFormatError, expected="a run configuration")
+        if saved.get("train_config") != config.to_dict():
+            raise ConfigError(
+                f"{out} holds a finished run of another recipe; choose another output folder or remove it"
+            )
+        return read_result(out / RESULT_FILE)["result"]
+    resume = (out / CONFIG_FILE).is_file() or (out / CHECKPOINT_FILE).is_file()
+    train(config, out, resume=resume, progress=progress)
+    return read_result(out / RESULT_FILE)["result"]
+
+
+# --- evaluation -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """How ``evaluate_model`` scores: the beam of joint models, how many test sentences (the first
+    ones; ``None``: all), sentences per batch, and whether the end of a sentence counts as a token."""
+
+    beam: BeamSettings = PAPER_BEAM
+    test_sentences: int | None = None
+    batch_size: int = 32
+    count_eos: bool = True
+
+
+def beam_options(scorer) -> dict[str, Any]:
+    """The beam settings a scorer's numbers depend on (empty unless it searches)."""
+    if scorer.method != "beam":
+        return {}
+    beam = scorer.beam
+    return {"action_beam": beam.action_beam, "word_beam": beam.word_beam, "fast_track": beam.fast_track}
+
+
+def suite_results(
+    scorer, suite_paths: Sequence[Path], *, progress: bool = False
+) -> Iterator[tuple[Path, dict]]:
+    """Per suite file, its SyntaxGym result (``evaluate_suite``'s JSON plus the tokenisation warnings
+    and the scoring method). Every suite is read and checked before the model scores any."""
+    from syntaxlm.eval.syntaxgym import evaluate_suite, load_suite, suite_region_values
+    from syntaxlm.inference.scorer import syntaxgym_scorer
+
+    suites = [load_suite(path) for path in suite_paths]
+    token_scorer, convention = syntaxgym_scorer(scorer)
+    options = {"method": scorer.method} | beam_options(scorer)
+    for path, suite in zip(suite_paths, suites, strict=True):
+        values = suite_region_values(suite, token_scorer, convention, progress=progress)
+        yield path, {**evaluate_suite(suite, values.values).to_json(), "warnings": values.warnings, **options}
+
+
+def sentence_words(tree) -> list[str]:
+    """The words of a constituency ``Tree`` or a dependency ``DepTree``."""
+    return list(tree.words) if hasattr(tree, "heads") else tree.leaves()
+
+
+def evaluate_model(
+    model_folder: str | Path,
+    out: str | Path,
+    *,
+    test: str | Path | None = None,
+    suites: Sequence[Path] = (),
+    settings: EvalSettings = EvalSettings(),
+    progress: bool = False,
+) -> dict[str, Path]:
+    """Evaluate a saved model and write one result file per evaluation into ``out``:
+
+    - ``perplexity.json``: word-level perplexity on the test sentences (exact for words-only
+      models; for joint models the scorer's marginalisation, recorded with its bound);
+    - ``parseval.json``: EVALB (COLLINS.prm) F1 of the beam's best trees, for joint models on a
+      constituency test set (one beam search gives both);
+    - ``uf1.json``: unsupervised F1 of the induced trees, for models that induce them;
+    - ``sg/SUITE.json``: per SyntaxGym suite.
+
+    Returns the written files by name.
+    """
+    from syntaxlm.eval.parseval import evaluate_parses, with_gold_tags
+    from syntaxlm.eval.perplexity import perplexity
+    from syntaxlm.eval.uf1 import WORD_TAGS, evaluate_uf1
+    from syntaxlm.inference import Scorer, perplexity_logprobs
+    from syntaxlm.models import load_model
+    from syntaxlm.train.trainer import read_treebank, treebank_kind
+    from syntaxlm.trees.clean import PTB_CLEANING
+    from syntaxlm.trees.ptb import TreeReader
+
+    model_folder, out = Path(model_folder), Path(out)
+    model = load_model(model_folder)
+    scorer = Scorer(model, beam=settings.beam, batch_size=settings.batch_size, progress=progress)
+    weights = {"model": model_folder / "model.safetensors"}
+    written: dict[str, Path] = {}
+    if test is not None:
+        test = Path(test)
+        trees = read_treebank(test)[: settings.test_sentences]
+        words = [sentence_words(tree) for tree in trees]
+        scores = scorer.score(words)
+        logprobs, marginalisation = perplexity_logprobs(
+            scorer, words, count_eos=settings.count_eos, scores=scores
+        )
+        options = {"eos": settings.count_eos, "test_sentences": len(words)}
+        written["perplexity"] = write_result(
+            out / "perplexity.json",
+            result_record(
+                "perplexity",
+                perplexity(logprobs, count_eos=settings.count_eos, marginalisation=marginalisation).to_json(),
+                inputs={"data": test, **weights},
+                options=options,
+            ),
+        )
+        constituency = treebank_kind(test) == "constituency"
+        if scorer.joint and constituency and scorer.method == "beam":
+            gold = _gold_trees(TreeReader(test), words, test)
+            parses = [
+                None if s.tree is None else with_gold_tags(s.tree, g, sentence=i)
+                for i, (s, g) in enumerate(zip(scores, gold, strict=True))
+            ]
+            result = evaluate_parses(gold, parses)
+            written["parseval"] = write_result(
+                out / "parseval.json",
+                result_record(
+                    "parseval",
+                    result.to_json(),
+                    inputs={"gold": test, **weights},
+                    options=options | beam_options(scorer) | {"parses": "the beam's best tree"},
+                ),
+            )
+        if model.induces_trees and constituency:
+            # As the PRPN authors: the model parses the scored words only (no punctuation, §6.3).
+            gold = _gold_trees(TreeReader(test, cleaning=PTB_CLEANING), words, test)
+            scored = [[word for word, tag in tree.pos() if tag in WORD_TAGS] for tree in gold]
+            gold = [tree for tree, kept in zip(gold, scored, strict=True) if kept]
+            induced = model.induced_trees([kept for kept in scored if kept], batch_size=settings.batch_size)
+            written["uf1"] = write_result(
+                out / "uf1.json",
+                result_record(
+                    "uf1",
+                    evaluate_uf1(gold, predicted=induced).to_json(),
+                    inputs={"gold": test, **weights},
+                    options=options,
+                ),
+            )
+    for path, result in suite_results(scorer, suites, progress=progress):
+        written[f"sg/{path.stem}"] = write_result(
+            out / "sg" / f"{path.stem}.json",
+            result_record(
+                "syntaxgym", result, inputs={"suite": path, **weights}, options={"method": result["method"]}
+            ),
+        )
+    return written
+
+
+def _gold_trees(reader, words: Sequence[Sequence[str]], path: Path) -> list:
+    """The trees of ``reader`` for the scored sentences ``words`` (the first trees of the file),
+    checked to have the same number of words (traces aside) as the sentence the model scored."""
+    gold = []
+    for index, tree in enumerate(reader):
+        if index == len(words):
+            break
+        n_words = sum(1 for _, tag in tree.pos() if tag != "-NONE-")
+        if n_words != len(words[index]):
+            raise InputFormatError(
+                f"{n_words} words in the tree with POS tags, {len(words[index])} in the sentence scored",
+                path=path,
+                sentence=index,
+                expected="trees that keep their words after cleaning (no trace-only trees)",
+            )
+        gold.append(tree)
+    if len(gold) != len(words):
+        raise InputFormatError(f"{len(gold)} trees for {len(words)} scored sentences", path=path)
+    return gold
+
+
+# --- reproduction ---------------------------------------------------------------------------------
+
+
+def recipe_with_data(
+    recipe: Path, data: Path | None, overrides: Sequence[str] = (), *, seed: int | None = None
+):
+    """The recipe's ``RunConfig`` with its treebank files looked up in ``data`` (by their file
+    names: ``data/ptb/train.trees`` becomes ``DATA/train.trees``), then ``overrides`` applied."""
+    import json
+
+    from syntaxlm.files import read_text
+    from syntaxlm.train.config import apply_overrides, parse_yaml, run_config
+
+    document = parse_yaml(read_text(recipe, InputFormatError), where=str(recipe)) or {}
+    section = document.get("data") or {}
+    roles = [role for role in ("train", "valid", "test") if section.get(role)]
+    if data is not None:
+        if not Path(data).is_dir():
+            raise FileNotFoundError(f"{data}: no such data folder")
+        if section.get("synthetic") is not None:
+            raise ConfigError(f"{recipe} trains on the synthetic treebank; it reads no --data")
+        for role in roles:
+            section[role] = str(Path(data) / Path(section[role]).name)
+    changes = list(overrides) + ([f"train.seed={json.dumps(seed)}"] if seed is not None else [])
+    apply_overrides(document, changes)
+    if data is not None:  # checked after the overrides, which may name other files
+        missing = [
+            str(document["data"][role])
+            for role in roles
+            if document["data"].get(role) and not Path(document["data"][role]).is_file()
+        ]
+        if missing:
+            raise ConfigError(
+                f"{data}: missing {', '.join(missing)} (the file names {recipe.name} reads); give other "
+                "files with --set data.train=PATH and so on"
+            )
+    where = str(recipe) + (f" (with {', '.join(changes)})" if changes else "")
+    return run_config(document, where=where)
+
+
+def reproduce(
+    recipe_name: str | Path,
+    out: str | Path,
+    *,
+    data: str | Path | None = None,
+    seeds: Sequence[int] = (0,),
+    suites: Sequence[Path] = (),
+    overrides: Sequence[str] = (),
+    settings: EvalSettings = EvalSettings(),
+    echo=print,
+) -> Path:
+    """A paper's table from a recipe: train it once per seed (``OUT/seed-S``, resumed when
+    interrupted), evaluate each run on the recipe's test set and ``suites``, and write
+    ``OUT/report.md`` (mean ± std over seeds). Returns the report's path."""
+    from syntaxlm.report.report import make_report
+    from syntaxlm.train.trainer import data_paths
+
+    recipe = find_recipe(recipe_name)
+    out = Path(out)
+    configs = {seed: recipe_with_data(recipe, data and Path(data), overrides, seed=seed) for seed in seeds}
+    runs = []
+    for k, (seed, config) in enumerate(configs.items(), 1):
+        run = out / f"seed-{seed}"
+        echo(f"[{k}/{len(configs)}] seed {seed}: training {config.model.model} in {run}")
+        train_or_resume(config, run, progress=True)
+        test = data_paths(config.data, run).get("test")  # a synthetic recipe's lives in the run
+        echo(f"[{k}/{len(configs)}] seed {seed}: evaluating {run / 'best'}")
+        evaluate_model(
+            run / "best", run / "results", test=test, suites=suites, settings=settings, progress=True
+        )
+        runs.append(run)
+    path = make_report(runs, out)
+    echo(f"report: {path}")
+    return path

@@ -1,0 +1,107 @@
+"""Recipes by name, recipes on the user's data folder, and ``reproduce`` (train per seed, evaluate,
+report) on a tiny synthetic recipe."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from syntaxlm.cli import app
+from syntaxlm.data.synthetic import write_synthetic_treebank
+from syntaxlm.experiments import EvalSettings, find_recipe, recipe_with_data, reproduce
+from syntaxlm.inference import BeamSettings
+from syntaxlm.models import ConfigError
+from syntaxlm.results import read_result
+
+QUICK = ["data.synthetic.sentences=80", "train.max_steps=2", "train.eval_every=2", "train.batch_size=16"]
+
+
+def test_recipes_are_found_by_name_and_unknown_names_list_the_known_ones(tmp_path):
+    assert find_recipe("tg-tiny").name == "tg-tiny.yaml"
+    assert find_recipe(find_recipe("prpn-ptb")) == find_recipe("prpn-ptb")
+    with pytest.raises(ConfigError, match="no recipe named 'tg-huge'.*tg-tiny"):
+        find_recipe("tg-huge")
+    with pytest.raises(ConfigError, match="no such recipe file"):
+        find_recipe(tmp_path / "missing.yaml")
+
+
+def test_a_recipe_reads_its_files_from_the_data_folder(tmp_path):
+    data = tmp_path / "ptb"
+    write_synthetic_treebank(data, sentences=30, items_per_suite=1)
+    config = recipe_with_data(find_recipe("tg-ptb"), data, seed=3)
+    assert (config.data.train, config.data.valid, config.data.test) == tuple(
+        str(data / name) for name in ("train.trees", "dev.trees", "test.trees")
+    )
+    assert config.train.seed == 3
+
+    (data / "test.trees").rename(data / "final.trees")
+    with pytest.raises(ConfigError, match=r"missing .*test\.trees.*--set data\.train=PATH"):
+        recipe_with_data(find_recipe("tg-ptb"), data)
+    # The message's advice works: an override naming another file is checked instead.
+    other = f"data.test={json.dumps(str(data / 'final.trees'))}"
+    assert recipe_with_data(find_recipe("tg-ptb"), data, [other]).data.test == str(data / "final.trees")
+
+    with pytest.raises(ConfigError, match="synthetic treebank; it reads no --data"):
+        recipe_with_data(find_recipe("tg-tiny"), data)
+    with pytest.raises(FileNotFoundError, match="no such data folder"):
+        recipe_with_data(find_recipe("tg-ptb"), tmp_path / "nowhere")
+
+
+def test_reproduce_trains_each_seed_evaluates_and_reports_mean_and_spread(tmp_path):
+    suites = write_synthetic_treebank(tmp_path / "suites-data", sentences=20, items_per_suite=1)
+    suite_files = sorted((tmp_path / "suites-data" / "suites").glob("*.json"))[:2]
+    assert suites and suite_files
+    settings = EvalSettings(beam=BeamSettings(3, 2, 1), test_sentences=3, batch_size=4)
+    lines: list[str] = []
+    out = tmp_path / "repro"
+    report = reproduce(
+        "txl-terminals-tiny",
+        out,
+        seeds=(0, 1),
+        suites=suite_files,
+        overrides=QUICK,
+        settings=settings,
+        echo=lines.append,
+    )
+    for seed in (0, 1):
+        results = out / f"seed-{seed}" / "results"
+        ppl = read_result(results / "perplexity.json")["result"]
+        assert ppl["n_sentences"] == 3 and ppl["perplexity"] > 1
+        assert {p.stem for p in (results / "sg").glob("*.json")} == {p.stem for p in suite_files}
+        assert read_result(out / f"seed-{seed}" / "training.json")["result"]["steps"] == 2
+    text = report.read_text()
+    assert "(n=2)" in text and "±" in text
+    assert lines[-1] == f"report: {report}"
+
+    # Run again: the finished runs are kept, not trained again.
+    stamp = (out / "seed-0" / "training.json").stat().st_mtime_ns
+    reproduce(
+        "txl-terminals-tiny",
+        out,
+        seeds=(0,),
+        suites=suite_files,
+        overrides=QUICK,
+        settings=settings,
+        echo=lines.append,
+    )
+    assert (out / "seed-0" / "training.json").stat().st_mtime_ns == stamp
+    # Another recipe into the same folder is refused rather than mixed in.
+    with pytest.raises(ConfigError, match="finished run of another recipe"):
+        reproduce(
+            "txl-terminals-tiny",
+            out,
+            seeds=(0,),
+            overrides=[*QUICK, "train.lr=0.01"],
+            settings=settings,
+            echo=lines.append,
+        )
+
+
+def test_reproduce_command_refuses_bad_arguments(tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(app, ["reproduce", "tg-huge", "--out", str(tmp_path / "r")])
+    assert isinstance(result.exception, ConfigError) and "no recipe named 'tg-huge'" in str(result.exception)
+    result = runner.invoke(app, ["reproduce", "tg-tiny", "--seeds", "0", "--out", str(tmp_path / "r")])
+    assert result.exit_code != 0 and "at least one seed" in result.output

@@ -1,17 +1,24 @@
 """Incremental decoding of the plain LM, PLM, PLM-mask and SCLM (``ActionLM.decoder``): next-token
 log-probs equal the full forward pass at every position, with hypotheses kept in order or reordered,
-copied and dropped between steps; PLM-mask's per-row head masks equal those of the whole sequence;
-the action grammar agrees with the vocabulary; errors."""
+copied and dropped between steps, and with prefixes kept unchanged (``KEEP``) while others grow;
+PLM-mask's per-row head masks equal those of the whole sequence; beam search gives the same
+numbers with kept prefixes as with copied decoders; the action grammar agrees with the
+vocabulary; errors."""
 
 from __future__ import annotations
 
+import itertools
+
+import numpy as np
 import pytest
 import torch
 
 from syntaxlm.data.synthetic import write_synthetic_treebank
 from syntaxlm.errors import ActionSequenceError
+from syntaxlm.inference.beam import BeamSettings, HeldPrefixes, encode_sentence, search_pieces
 from syntaxlm.models import build_model
-from syntaxlm.models.action_lm import MODELS, ActionLM, ActionLMConfig
+from syntaxlm.models.action_lm import ACTION_MODELS, MODELS, ActionLM, ActionLMConfig
+from syntaxlm.models.decoding import KEEP
 from syntaxlm.structure.actions import ActionKind, encode_actions, tree_to_actions
 from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from syntaxlm.text.build import build_vocabulary
@@ -178,6 +185,137 @@ def test_decoder_restarts_and_changes_size(data):
     decoder.start(2)  # a fresh start forgets everything
     assert decoder.size == 2 and decoder.length == 1
     torch.testing.assert_close(decoder.logprobs(), first[:2], atol=0, rtol=0)
+
+
+# --- kept prefixes (KEEP) --------------------------------------------------------------------
+
+
+def decode_with_waits(
+    model: ActionLM, gold, lengths, waits, *, on_advance=None
+) -> list[list[list[torch.Tensor]]]:
+    """Feed each gold sequence through one decoder, one hypothesis per sequence, in a new random
+    order every call; sequence ``t`` gets ``KEEP`` on the calls where ``waits(call, t)``, and is
+    dropped once fed. Returns, per sequence and per position, the log-prob rows the decoder gave
+    after it (one per call spent there). ``on_advance(decoder, rows)`` runs after every call
+    (``rows[i]``: the sequence of hypothesis ``i``)."""
+    generator = torch.Generator().manual_seed(0)
+    decoder = model.decoder()
+    assert decoder.supports_keep
+    rows = list(range(len(lengths)))  # the sequence each hypothesis decodes
+    fed = [1] * len(lengths)  # positions of each sequence held (<s> included)
+    got: list[list[list[torch.Tensor]]] = [[[] for _ in range(n)] for n in lengths]
+    decoder.start(len(rows))
+    call = 0
+    while rows:
+        logprobs = decoder.logprobs()
+        for row, t in enumerate(rows):
+            got[t][fed[t] - 1].append(logprobs[row])
+        parents, step = [], []
+        for row in torch.randperm(len(rows), generator=generator).tolist():
+            t = rows[row]
+            if fed[t] == lengths[t]:
+                continue
+            parents.append(row)
+            if waits(call, t):
+                step.append(KEEP)
+            else:
+                step.append(int(gold[t, fed[t]]))
+                fed[t] += 1
+        rows = [rows[p] for p in parents]
+        decoder.advance(torch.tensor(parents, dtype=torch.long), torch.tensor(step, dtype=torch.long))
+        if on_advance is not None:
+            on_advance(decoder, rows)
+        call += 1
+    return got
+
+
+def check_waits(model: ActionLM, gold, open_start, got) -> int:
+    """Every row of ``got`` equals the full pass of its sequence at its position; returns how many
+    were given while the prefix waited."""
+    reference = full_logprobs(model, gold, open_start)
+    waited = 0
+    for t, per_position in enumerate(got):
+        for position, values in enumerate(per_position):
+            assert values, f"sequence {t}: no log-probs after position {position}"
+            for value in values:
+                torch.testing.assert_close(value, reference[t, position], atol=1e-5, rtol=0)
+            waited += len(values) - 1
+    return waited
+
+
+def mask_checker(model: ActionLM, gold, open_start):
+    """plm-mask: after every call, each prefix's row of head masks is its sequence's, on the
+    prefix's own slots, and no head attends a padding slot."""
+    masks = model.attention_mask(gold.shape[1], open_start)
+
+    def check(decoder, rows):
+        got = decoder.row_mask()
+        for row, t in enumerate(rows):
+            own = decoder._position[row] >= 0
+            newest = int(decoder._length[row]) - 1
+            assert torch.equal(decoder._position[row][own], torch.arange(newest + 1))
+            assert not got[row][..., ~own].any()
+            assert torch.equal(got[row][:, :, own], masks[t, :, newest : newest + 1, : newest + 1])
+
+    return check
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_kept_prefixes_wait_unchanged_while_others_grow(data, name):
+    """``KEEP`` (beam search's waiting states): each sequence waits every third call, at its own
+    phase, so prefixes of different lengths (and plm-mask parser states) sit side by side; every
+    log-prob equals that of the sequence's full pass, before and after waiting."""
+    model = make_model(name, data)
+    gold, open_start, lengths = gold_sequences(model, data["short"][:5])
+    assert len(set(lengths)) > 1
+    check = mask_checker(model, gold, open_start) if open_start is not None else None
+    got = decode_with_waits(model, gold, lengths, lambda call, t: (call + t) % 3 == 0, on_advance=check)
+    assert check_waits(model, gold, open_start, got) > len(lengths)
+
+
+@pytest.mark.parametrize("name", ACTION_MODELS)
+def test_padding_slots_are_dropped(data, name):
+    """Each prefix waits two calls of every three, so two slots in three would be padding; the
+    decoder drops it when it exceeds a quarter of the longest prefix (at least 16 slots)."""
+    model = make_model(name, data)
+    longest = sorted(data["train"], key=lambda tree: len(tree.leaves()))[-3:]
+    gold, open_start, lengths = gold_sequences(model, longest)
+    widths = []
+
+    def watch(decoder, rows):
+        if rows:
+            widths.append((decoder._position.shape[1], int(decoder._length.max())))
+        if open_start is not None:
+            mask_checker(model, gold, open_start)(decoder, rows)
+
+    got = decode_with_waits(model, gold, lengths, lambda call, t: (call + t) % 3 != 0, on_advance=watch)
+    check_waits(model, gold, open_start, got)
+    assert all(slots <= longest + max(16, longest // 4) + 1 for slots, longest in widths)
+    assert any(later[0] < earlier[0] for earlier, later in itertools.pairwise(widths))
+
+
+@pytest.mark.parametrize("vocab", ["words", "subwords"])
+@pytest.mark.parametrize("name", ACTION_MODELS)
+def test_beam_search_keeps_prefixes_with_the_numbers_of_copied_decoders(data, name, vocab):
+    """``HeldPrefixes`` holds an action LM's prefixes in one decoder (``keep``), and the search
+    gives the numbers it gives with decoders copied per cohort of one length (``cohorts``)."""
+    model = make_model(name, data, vocab=vocab)
+    assert HeldPrefixes(model.decoder, 2).mode == "keep"
+    encoded = [encode_sentence(model.vocab, tree.leaves()) for tree in data["short"][:4]]
+    sentences = [e.ids for e in encoded]
+    starts = [e.word_starts for e in encoded]
+    settings = BeamSettings(20, 5, 2, max_open=6, max_openers=3)
+    found = {
+        mode: search_pieces(
+            model.action_grammar(), model.decoder, sentences, settings, word_starts=starts, mode=mode
+        )
+        for mode in ("keep", "cohorts")
+    }
+    for kept, copied in zip(found["keep"], found["cohorts"], strict=True):
+        np.testing.assert_allclose(kept.prefix_logprobs, copied.prefix_logprobs, rtol=0, atol=1e-4)
+        assert kept.logprob == pytest.approx(copied.logprob, abs=1e-4)
+        assert kept.best == copied.best
+        assert kept.rounds == copied.rounds
 
 
 # --- the action grammar -----------------------------------------------------------------------

@@ -24,7 +24,8 @@ embeddings (``tie_embeddings``). Softmaxes run over the whole vocabulary, as in 
 Search and sampling drive the model through ``action_grammar()`` and ``decoder()``
 (``models.decoding``): an ``ActionLMDecoder`` holds ``n`` prefixes with each layer's keys and
 values, and for plm-mask the ``open_start`` of every position held, so that one more token costs
-one position of the network, not a pass over the whole prefix.
+one position of the network, not a pass over the whole prefix. It reads ``KEEP`` (a prefix left
+as it is), so beam search holds prefixes of different lengths in one decoder.
 
 Training data (``prepare``): trees with more than ``max_actions`` RNNG actions, with an empty
 constituent, or longer than ``max_length`` positions are skipped, as the authors' oracle skips
@@ -50,7 +51,7 @@ from torch import Tensor, nn
 from syntaxlm.data.batching import Batch, RowCorpus, pad_rows
 from syntaxlm.errors import ActionSequenceError, TreeError
 from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM, missing_symbols
-from syntaxlm.models.decoding import ActionGrammar, Decoder, symbol_ids
+from syntaxlm.models.decoding import KEEP, ActionGrammar, Decoder, symbol_ids
 from syntaxlm.models.layers.transformer import KeyCache, TransformerStack
 from syntaxlm.structure.actions import (
     ActionKind,
@@ -477,18 +478,28 @@ class ActionLM(SyntacticLM):
 class ActionLMDecoder(Decoder):
     """``n`` prefixes of an ``ActionLM``, extended one token at a time (``models.decoding.Decoder``).
 
-    Held for every prefix: each layer's keys and values (``TransformerStack.step``), and for
-    plm-mask the ``open_start`` of every position, as ``open_constituent_starts`` gives it for the
-    whole sequence. Every call extends all prefixes by one token, so all hold ``length`` positions
-    and the new token sits at absolute position ``length``. Its ``open_start`` follows from the
-    token: ``NT(X)`` opens a constituent at the new position; ``REDUCE`` closes the innermost one,
-    opened at ``s``, and what stays open is what was innermost just before it, ``open_start[s − 1]``;
-    a word piece changes nothing. The held rows are thus the stack of open constituents.
+    Held per prefix, in key slots ``[n, S]``: each layer's keys and values (``TransformerStack.step``)
+    and the sequence position of every slot (−1: padding); per prefix its number of positions, and
+    for plm-mask the ``open_start`` of each of its positions (indexed by position), as
+    ``open_constituent_starts`` gives it for the whole sequence. A new position's ``open_start``
+    follows from its token: ``NT(X)`` opens a constituent at the new position; ``REDUCE`` closes the
+    innermost one, opened at ``s``, and what stays open is what was innermost just before it,
+    ``open_start[s − 1]``; a word piece changes nothing. The held values are thus the stack of open
+    constituents.
+
+    Every call appends one slot to every prefix. A token sits there at its prefix's own next
+    position (with that position's embedding); a ``KEEP`` token leaves its prefix as it was, and its
+    slot is padding, never attended (``supports_keep``, as in ``TGDecoder``), so prefixes of
+    different lengths grow side by side. A position attends to its own prefix's positions (causal),
+    for plm-mask head by head as ``attention_head_masks`` says for its position and ``open_start``.
+    Padding slots are dropped when they pile up, so the slots stay close to the longest prefix.
 
     The network runs without gradients and with dropout off, whatever mode the model is in. Each
-    step costs one position: attention over the ``length`` held keys, ``O(n·length·d)``, plus the
+    step costs one position: attention over the ``S`` slots held, ``O(n·S·d)``, plus the
     position's own ``O(n·d²)`` (and ``O(n·d·V)`` for ``logprobs``).
     """
+
+    supports_keep = True
 
     def __init__(self, model: ActionLM):
         self.model = model
@@ -499,10 +510,13 @@ class ActionLMDecoder(Decoder):
         kinds[list(grammar.open_label)] = ActionKind.OPEN
         kinds[list(grammar.close_label)] = ActionKind.CLOSE
         self._kind_of_id = kinds.to(self.device)
-        self.length = 0  # positions held per prefix, <s> included
+        self.length = 0  # positions held by the longest prefix, <s> included
         self._caches: list[KeyCache] | None = None
-        self._open_start: Tensor | None = None  # [n, length], plm-mask only
-        self._hidden: Tensor | None = None  # [n, d]: the last hidden state of the newest positions
+        self._position: Tensor | None = None  # [n, S]: each slot's position in its prefix, −1 = padding
+        self._length: Tensor | None = None  # [n]: positions held per prefix
+        self._open_start: Tensor | None = None  # [n, ≥ length], by position; plm-mask only
+        self._padded = False  # whether a slot may be padding (a KEEP since start)
+        self._hidden: Tensor | None = None  # [n, d]: last hidden state of each prefix's newest position
 
     @property
     def size(self) -> int:
@@ -511,10 +525,12 @@ class ActionLMDecoder(Decoder):
     def start(self, n: int) -> None:
         if n < 0:
             raise ValueError(f"the number of prefixes must be at least 0, got {n}")
-        self.length, self._caches = 0, None
-        self._open_start = torch.zeros(n, 0, dtype=torch.long, device=self.device)
-        bos = torch.full((n,), BOS_ID, dtype=torch.long, device=self.device)
-        self._run(bos, torch.full((n,), -1, dtype=torch.long, device=self.device))
+        self.length, self._caches, self._padded = 1, None, False
+        self._position = torch.zeros(n, 1, dtype=torch.long, device=self.device)  # <s> at position 0
+        self._length = torch.ones(n, dtype=torch.long, device=self.device)
+        if self.masked:
+            self._open_start = torch.full((n, 1), -1, dtype=torch.long, device=self.device)
+        self._run(torch.full((n,), BOS_ID, dtype=torch.long, device=self.device))
 
     def logprobs(self) -> Tensor:
         """``[n, V]`` natural-log ``p(next token | prefix)``, float32, computed on each call."""
@@ -525,57 +541,146 @@ class ActionLMDecoder(Decoder):
 
     def advance(self, parents: Tensor, tokens: Tensor) -> None:
         parents, tokens = self._checked(parents, tokens)
-        if self.length >= self.model.config.max_length:
+        n, vocab_size = self.size, len(self._kind_of_id)
+        if n == 0 and len(parents):
+            raise ValueError(f"parent {int(parents[0])} is not one of the 0 prefixes held")
+        kept = tokens == KEEP
+        bad_parent = (parents < 0) | (parents >= n)
+        bad_token = ((tokens < 0) & ~kept) | (tokens >= vocab_size)
+        safe_parents = parents.clamp(0, max(n - 1, 0))
+        run_tokens = torch.where(kept | bad_token, PAD_ID, tokens)  # a kept prefix runs padding
+        length = self._length[safe_parents]
+        too_long = ~kept & (length >= self.model.config.max_length)
+        nothing_open = torch.zeros_like(kept)
+        if self.masked:
+            new_open_start, nothing_open = self._next_open_start(safe_parents, run_tokens, length)
+        same = kept.new_zeros(())
+        if len(parents) == n:
+            same = (parents == torch.arange(n, device=self.device)).all()
+        # One transfer from the device for everything decided on the host.
+        flags = torch.stack(
+            [
+                bad_parent.any(),
+                bad_token.any(),
+                too_long.any(),
+                nothing_open.any(),
+                same,
+                kept.any(),
+                F.pad(length, (0, 1)).amax(),  # the longest prefix selected (0 if none)
+                F.pad(length + ~kept, (0, 1)).amax(),  # ... after this step
+            ]
+        ).tolist()
+        (
+            any_bad_parent,
+            any_bad_token,
+            any_too_long,
+            any_nothing_open,
+            same,
+            any_kept,
+            longest,
+            longest_after,
+        ) = flags
+        if any_bad_parent:
+            raise ValueError(f"parent {int(parents[bad_parent][0])} is not one of the {n} prefixes held")
+        if any_bad_token:
+            value = int(tokens[bad_token][0])
+            raise ValueError(f"token {value} is outside the vocabulary (0..{vocab_size - 1}, or KEEP)")
+        if any_too_long:
+            first = int(too_long.nonzero()[0, 0])
             raise ValueError(
-                f"the prefixes already hold {self.length} positions, the model's max_length; "
+                f"prefix {first} already holds {int(length[first])} positions, the model's max_length; "
                 "there is no position left for another token"
             )
-        open_start = self._open_start[parents]
-        new_open_start = self._next_open_start(open_start, tokens) if self.masked else None
-        self._caches = [[(k[parents], v[parents]) for k, v in layer] for layer in self._caches]
-        self._open_start = open_start
-        self._run(tokens, new_open_start)
+        if any_nothing_open:
+            first = int(nothing_open.nonzero()[0, 0])
+            raise ActionSequenceError(
+                f"prefix {first}: a closer with no open constituent", action=int(length[first]) - 1
+            )
+
+        if not same:
+            self._select(safe_parents)
+        if self._position.shape[1] - longest > max(16, longest // 4):  # as TGDecoder
+            self._compact(int(longest))
+        # The new slot: the token at its prefix's next position, or padding for a kept prefix.
+        self._position = torch.cat([self._position, torch.where(kept, -1, length)[:, None]], dim=1)
+        self._length = length + ~kept
+        if self.masked:
+            if self._open_start.shape[1] <= longest:
+                self._open_start = F.pad(self._open_start, (0, 1), value=-1)
+            # A kept prefix writes past its end, where its next position will write again.
+            self._open_start = self._open_start.scatter(1, length[:, None], new_open_start[:, None])
+        self._padded = self._padded or bool(any_kept)
+        self.length = int(longest_after)
+        self._run(run_tokens, kept if any_kept else None)
 
     def row_mask(self) -> Tensor:
-        """``True`` = may attend, for the newest position of every prefix over the ``length`` held:
-        ``[1, 1, 1, length]`` (causal: everything), or for plm-mask ``[n, H, 1, length]``, the row
-        of ``attention_head_masks`` for its ``open_start``."""
-        positions = torch.arange(self.length, device=self.device)
+        """``True`` = may attend, for the newest position of every prefix over the ``S`` slots held:
+        its own positions, ``[1, 1, 1, S]`` while no slot is padding, else ``[n, 1, 1, S]``; for
+        plm-mask ``[n, H, 1, S]``, the row of ``attention_head_masks`` for its position and
+        ``open_start``, without the padding slots."""
+        slots = self._position.shape[1]
         if not self.masked:
-            return torch.ones(1, 1, 1, self.length, dtype=torch.bool, device=self.device)
-        newest = self._open_start[:, -1:]
-        return attention_head_masks(newest, positions[-1:], positions, self.model.config.n_heads)
+            if not self._padded:
+                return torch.ones(1, 1, 1, slots, dtype=torch.bool, device=self.device)
+            return (self._position >= 0)[:, None, None, :]
+        newest = (self._length - 1)[:, None]
+        open_start = self._open_start.gather(1, newest)
+        masks = attention_head_masks(open_start, newest, self._position, self.model.config.n_heads)
+        # A padding slot (position −1) lies in every row's causal past: masked out here.
+        return masks & (self._position >= 0)[:, None, None, :] if self._padded else masks
 
-    def _run(self, tokens: Tensor, open_start: Tensor | None) -> None:
-        """The network on one new position per prefix, ``tokens`` at position ``length``."""
-        model, position = self.model, self.length
-        if self.masked:
-            self._open_start = torch.cat([self._open_start, open_start[:, None]], dim=1)
-        self.length += 1
-        x = model.token_embedding(tokens[:, None]) + model.position_embedding.weight[position]
+    def _run(self, tokens: Tensor, kept: Tensor | None = None) -> None:
+        """The network on the newest slot of every prefix, ``tokens`` at the slot's position; a kept
+        prefix (``kept``) runs a padding slot, whose output is dropped."""
+        model = self.model
+        if len(tokens) == 0:  # no prefixes: nothing to run (the blocks take no empty batch)
+            self._hidden, self._caches = model.token_embedding.weight.new_zeros(0, model.config.d_model), None
+            return
+        position = self._position[:, -1].clamp(min=0)  # a padding slot runs at 0; never attended
+        x = model.token_embedding(tokens[:, None]) + model.position_embedding(position)[:, None]
         with torch.no_grad(), _evaluating(model):
             hidden, self._caches = model.transformer.step(
                 model.embedding_dropout(x), self.row_mask(), self._caches
             )
-        self._hidden = hidden[:, 0]
+        hidden = hidden[:, 0]
+        self._hidden = hidden if kept is None else torch.where(kept[:, None], self._hidden, hidden)
 
-    def _next_open_start(self, open_start: Tensor, tokens: Tensor) -> Tensor:
-        """``open_start`` of the new position after each prefix's token (class docstring), given
-        that of the positions held, ``[n, length]``."""
-        current = open_start[:, -1]
+    def _next_open_start(self, parents: Tensor, tokens: Tensor, length: Tensor) -> tuple[Tensor, Tensor]:
+        """``open_start`` of the new position after each token (class docstring), and which tokens
+        close a constituent when none is open; ``length``: positions held by each parent."""
+        held = self._open_start
+        current = held[parents, length - 1]
         kind = self._kind_of_id[tokens]
         closes = kind == ActionKind.CLOSE
-        nothing_open = closes & (current < 0)
-        if bool(nothing_open.any()):
-            first = int(nothing_open.nonzero()[0, 0])
-            raise ActionSequenceError(
-                f"prefix {first}: a closer with no open constituent", action=self.length - 1
-            )
-        enclosing = open_start.gather(1, (current - 1).clamp(min=0)[:, None])[:, 0]
+        enclosing = held[parents, (current - 1).clamp(min=0)]
         after = torch.where(closes, enclosing, current)
-        return torch.where(kind == ActionKind.OPEN, torch.full_like(after, self.length), after)
+        return torch.where(kind == ActionKind.OPEN, length, after), closes & (current < 0)
+
+    def _select(self, parents: Tensor) -> None:
+        """Prefix ``i`` becomes a copy of ``parents[i]`` (all but ``_length``, which ``advance`` sets)."""
+        self._position = self._position.index_select(0, parents)
+        self._hidden = self._hidden.index_select(0, parents)
+        if self.masked:
+            self._open_start = self._open_start.index_select(0, parents)
+        if self._caches is not None:
+            self._caches = [
+                [(k.index_select(0, parents), v.index_select(0, parents)) for k, v in layer]
+                for layer in self._caches
+            ]
+
+    def _compact(self, slots: int) -> None:
+        """Drop padding slots: each prefix's positions move left, in order, into ``slots`` slots."""
+        order = torch.sort((self._position < 0).int(), dim=1, stable=True).indices[:, :slots]
+        self._position = self._position.gather(1, order)
+
+        def gather(t: Tensor) -> Tensor:
+            return t.gather(2, order[:, None, :, None].expand(-1, t.shape[1], -1, t.shape[3]))
+
+        if self._caches is not None:
+            self._caches = [[(gather(k), gather(v)) for k, v in layer] for layer in self._caches]
 
     def _checked(self, parents: Tensor, tokens: Tensor) -> tuple[Tensor, Tensor]:
+        """``parents`` and ``tokens`` as 1-d long tensors on the device (values are checked in ``advance``)."""
         if self._hidden is None:
             raise RuntimeError("call start(n) before advance()")
         parents = torch.as_tensor(parents, device=self.device)
@@ -587,17 +692,7 @@ class ActionLMDecoder(Decoder):
             )
         if parents.is_floating_point() or tokens.is_floating_point():
             raise TypeError("parents and tokens must be integer tensors")
-        parents, tokens = parents.long(), tokens.long()
-        n, vocab_size = self.size, len(self._kind_of_id)
-        bad_parent = (parents < 0) | (parents >= n)
-        bad_token = (tokens < 0) | (tokens >= vocab_size)
-        if bool((bad_parent | bad_token).any()):
-            if bool(bad_parent.any()):
-                value = int(parents[bad_parent][0])
-                raise ValueError(f"parent {value} is not one of the {n} prefixes held")
-            value = int(tokens[bad_token][0])
-            raise ValueError(f"token {value} is outside the vocabulary (0..{vocab_size - 1})")
-        return parents, tokens
+        return parents.long(), tokens.long()
 
 
 @contextmanager

@@ -13,7 +13,7 @@ from a seed) or on the user's treebank (``data=``), it
 4. writes ``report.md`` (made from the result files alone, plus figures drawn from the saved
    models) and prints its table.
 
-``FULL`` is sized for about 12 minutes on 2 CPU cores, ``FAST`` for a 2-minute smoke run.
+``FULL`` takes about 9 minutes on 2 CPU cores, ``FAST`` about 1 minute (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -82,9 +82,9 @@ class Budget:
 
 
 FULL = Budget(
-    sentences=5000,
-    items_per_suite=12,
-    epochs=2,
+    sentences=8000,
+    items_per_suite=20,
+    epochs=3,
     batch_size=32,
     test_sentences=150,
     beam=BeamSettings(10, 3, 1),
@@ -126,12 +126,13 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 60}:{seconds % 60:02d}"
 
 
-# Relative cost of each stage on 2 CPU cores (training per epoch, evaluation), for the ETA.
+# Relative cost of each stage for the ETA: seconds per training epoch and seconds of evaluation
+# on 2 idle CPU cores (FULL budget, 2026-11-25), in units of TXL (terminals)'s epoch.
 TRAIN_WEIGHT = {
-    "txl-terminals": 1.0, "txl-trees": 5.0, "tg": 5.0, "plm-mask": 1.5,
-    "sclm-next": 2.5, "prpn": 2.0, "esom": 6.0, "dm-lstm": 2.0,
+    "txl-terminals": 1.0, "txl-trees": 5.7, "tg": 6.0, "plm-mask": 1.9,
+    "sclm-next": 0.7, "prpn": 4.2, "esom": 3.5, "dm-lstm": 0.8,
 }  # fmt: skip
-EVAL_WEIGHT = {"txl-trees": 4.0, "tg": 4.0, "plm-mask": 3.0, "sclm-next": 3.0}
+EVAL_WEIGHT = {"txl-trees": 3.4, "tg": 4.3, "plm-mask": 3.5}
 
 
 # --- data -----------------------------------------------------------------------------------------
@@ -262,7 +263,7 @@ def run_quickstart(
     weights = [("prepare the data", 0.3)]
     for m in chosen:
         weights.append((f"train {m.name}", TRAIN_WEIGHT[m.name] * budget.epochs))
-        weights.append((f"evaluate {m.name}", EVAL_WEIGHT.get(m.name, 0.5)))
+        weights.append((f"evaluate {m.name}", EVAL_WEIGHT.get(m.name, 0.2)))
     weights.append(("write the report", 1.0))
     stages = Stages(weights, echo=echo)
 
@@ -472,8 +473,10 @@ def write_report(
             "![training loss](figures/training.png)",
             "",
             (
-                "Losses are per each model's own target tokens (actions as well as words for the joint "
-                "models), so a curve compares runs of one model, not models."
+                "Each curve is the training objective as its run logs it: per target token of the "
+                "model's own sequence (actions as well as words for the joint models), with SCLM's "
+                "scaffold and DMLM's dependency loss added to the language-model loss; so a curve "
+                "follows one model, and curves of different models do not compare."
             ),
             "",
         ]

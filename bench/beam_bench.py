@@ -1,7 +1,7 @@
 """Word-synchronous beam search throughput: the incremental decoder against re-encoding every prefix.
 
-Prints JSON. For the tiny TG and PLM architectures (``configs/tg-tiny.yaml``, ``configs/plm-tiny.yaml``
-model sections; untrained weights: the cost of the search does not depend on them, though the
+Prints JSON. For the TG and PLM architectures of ``--scale`` (``configs/tg-tiny.yaml``, ``configs/plm-tiny.yaml``
+model sections by default; untrained weights: the cost of the search does not depend on them, though the
 shape of the beam does), the beam (action 100, word 10, fast track 5) scores dev sentences of the
 synthetic treebank:
 
@@ -76,8 +76,8 @@ class ReencodedOneByOne(ReencodedPrefixes):
         return torch.stack(out) if out else torch.zeros(0, 0)
 
 
-def model_section(name: str) -> dict:
-    with open(CONFIGS / f"{name}-tiny.yaml") as handle:
+def model_section(name: str, scale: str) -> dict:
+    with open(CONFIGS / f"{name}-{scale}.yaml") as handle:
         return yaml.safe_load(handle)["model"]
 
 
@@ -123,6 +123,9 @@ def main() -> None:
     parser.add_argument("--words", type=int, nargs=2, default=(8, 12), help="sentence lengths, min max")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument(
+        "--scale", default="tiny", help="the configs/MODEL-SCALE.yaml architecture (tiny, ptb)"
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -138,6 +141,7 @@ def main() -> None:
 
     report = {
         "benchmark": "beam_bench",
+        "scale": args.scale,
         "date": date.today().isoformat(),
         "machine": {
             "platform": platform.platform(),
@@ -159,7 +163,7 @@ def main() -> None:
     }
     for name in ("tg", "plm"):
         torch.manual_seed(0)
-        model = build_model(model_section(name), {"vocab": vocab}).eval()
+        model = build_model(model_section(name, args.scale), {"vocab": vocab}).eval()
         words = sum(len(s) for s in both)
         fast, fast_s, held = timed_search(model, both)
         slow, slow_s, _ = timed_search(model, both, holder=ReencodedPrefixes)

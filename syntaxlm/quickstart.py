@@ -13,7 +13,7 @@ from a seed) or on the user's treebank (``data=``), it
 4. writes ``report.md`` (made from the result files alone, plus figures drawn from the saved
    models) and prints its table.
 
-``FULL`` takes about 9 minutes on 2 CPU cores, ``FAST`` about 1 minute (docs/performance.md).
+``FULL`` takes about 9 minutes on 2 CPU cores, ``FAST`` about 20 seconds (docs/performance.md).
 """
 
 from __future__ import annotations

@@ -1258,7 +1258,9 @@ def quickstart(
             show_default=False,
         ),
     ] = None,
-    fast: Annotated[bool, typer.Option("--fast", help="A smoke run of seconds: small data, one pass.")] = False,
+    fast: Annotated[
+        bool, typer.Option("--fast", help="A smoke run of seconds: small data, one pass.")
+    ] = False,
     models: Annotated[
         str | None, typer.Option(help="Only these models (comma-separated names).", show_default=False)
     ] = None,

@@ -510,7 +510,10 @@ def train(config: RunConfig, out: str | Path, *, resume: bool = False, progress:
     out = Path(out)
     processes, device = start_processes(config.train.device)
     try:
-        return _train(config, out, resume=resume, progress=progress, processes=processes, device=device)
+        result = _train(config, out, resume=resume, progress=progress, processes=processes, device=device)
+        if processes.owns_group:
+            processes.barrier()  # leave together: gloo may abort a process torn down while others talk
+        return result
     finally:
         if processes.owns_group and dist.is_initialized():
             dist.destroy_process_group()

@@ -332,7 +332,9 @@ def model_numbers(run: Path) -> dict[str, Any]:
         numbers["perplexity"] = result["perplexity"]
         numbers["perplexity_method"] = (result.get("marginalisation") or {}).get("method", "exact")
     if (results / "parseval.json").is_file():
-        numbers["parse_f1"] = read_result(results / "parseval.json")["result"]["summary"]["all"]["f1"]
+        summary = read_result(results / "parseval.json")["result"]["summary"]["all"]
+        # EVALB leaves F1 undefined when nothing matched (precision = recall = 0); the table shows 0.
+        numbers["parse_f1"] = summary["f1"] if summary["f1"] is not None else 0.0
     if (results / "uf1.json").is_file():
         numbers["uf1"] = 100 * read_result(results / "uf1.json")["result"]["model"]["mean_sentence_f1"]
     for path in sorted((results / "sg").glob("*.json")):

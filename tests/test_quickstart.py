@@ -1,5 +1,6 @@
 import json
 import re
+import shutil
 
 import pytest
 
@@ -83,6 +84,19 @@ def test_the_reports_numbers_are_those_of_the_result_files(quickstart):
     ]
     assert rows["prpn"][8] == f"{100 * prpn_uf1:.1f}"
     assert rows["txl-terminals"][7] == "–"
+    tg_f1 = read_result(out / "runs" / "tg" / "results" / "parseval.json")["result"]["summary"]["all"]["f1"]
+    assert rows["tg"][7] == f"{tg_f1 or 0.0:.1f}"
+
+
+def test_a_parse_matching_no_bracket_scores_zero_not_missing(quickstart, tmp_path):
+    out, _, _ = quickstart
+    run = tmp_path / "tg"
+    shutil.copytree(out / "runs" / "tg", run)
+    path = run / "results" / "parseval.json"
+    record = json.loads(path.read_text())
+    record["result"]["summary"]["all"].update(matched=0, recall=0.0, precision=0.0, f1=None)
+    path.write_text(json.dumps(record))
+    assert model_numbers(run)["parse_f1"] == 0.0
 
 
 def test_a_second_run_resumes_without_training_again(quickstart):

@@ -516,7 +516,7 @@ def _data_line(summary: dict[str, Any], budget: Budget) -> str:
     )
     return (
         f"Data: {what}; {train.get('sentences', '?')} training sentences. Every model: its tiny recipe "
-        f"(`configs/MODEL-tiny.yaml`), {budget.epochs} passes over the training sentences, "
+        f"(`configs/MODEL-tiny.yaml`), {budget.epochs} pass{'' if budget.epochs == 1 else 'es'} over the training sentences, "
         f"{budget.batch_size} rows per batch, seed {summary['seed']}."
     )
 

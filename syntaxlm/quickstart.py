@@ -166,21 +166,43 @@ def prepare_data(out: Path, *, data: Path | None, budget: Budget, seed: int) -> 
     return {"splits": splits, "suites": suites, "source": source, "treebank": stats}
 
 
+SPLIT_NAMES = {"train": ("train",), "dev": ("dev", "valid", "validation"), "test": ("test",)}
+
+
+def _split_file(data: Path, split: str) -> Path:
+    """The one file of ``data`` named for ``split``: ``train.trees``, or with a prefix as UD names
+    its files (``en_ewt-ud-train.conllu``)."""
+    found = sorted(
+        path
+        for path in data.iterdir()
+        if path.is_file()
+        and any(
+            path.stem == name or path.stem.endswith((f"-{name}", f"_{name}", f".{name}"))
+            for name in SPLIT_NAMES[split]
+        )
+    )
+    if len(found) != 1:
+        what = (
+            f"{len(found)} {split} files ({', '.join(p.name for p in found)})"
+            if found
+            else f"no {split} file"
+        )
+        raise InputFormatError(
+            what,
+            path=data,
+            expected="one file each for train, dev (or valid) and test, named train.* or *-train.*, and so on",
+        )
+    return found[0]
+
+
 def user_splits(data: Path, folder: Path) -> dict[str, Path]:
-    """A user's treebank as train/dev/test: a folder holding ``train.*``, ``dev.*`` (or
-    ``valid.*``) and ``test.*`` files, or one PTB-bracket file split 80/10/10 in file order."""
+    """A user's treebank as train/dev/test: a folder holding one file of each (``train.trees``,
+    ``dev.trees``, ``test.trees``, or UD's ``en_ewt-ud-train.conllu`` and so on; ``valid`` for
+    ``dev`` too), or one PTB-bracket file split 80/10/10 in file order."""
     from syntaxlm.trees.ptb import read_trees, write_trees
 
     if data.is_dir():
-        splits = {}
-        for split, stems in (("train", ("train",)), ("dev", ("dev", "valid")), ("test", ("test",))):
-            found = sorted(p for stem in stems for p in data.glob(f"{stem}.*") if p.is_file())
-            if not found:
-                raise InputFormatError(
-                    f"no {split} file", path=data, expected="train.*, dev.* (or valid.*) and test.* files"
-                )
-            splits[split] = found[0]
-        return splits
+        return {split: _split_file(data, split) for split in SPLIT_NAMES}
     if not data.is_file():
         raise FileNotFoundError(f"{data}: no such treebank file or folder")
     trees = list(read_trees(data))
@@ -278,7 +300,7 @@ def run_quickstart(
     for k, m in enumerate(chosen):
         run = out / "runs" / m.name
         if not readable(m.name, kinds):
-            skipped[m.name] = f"reads {' or '.join(sorted(kinds))} trees it cannot use"
+            skipped[m.name] = f"the model does not read {' or '.join(sorted(kinds))} treebanks"
             stages.run(1 + 2 * k, lambda: None)
             stages.run(2 + 2 * k, lambda: None)
             continue

@@ -16,6 +16,7 @@ from syntaxlm.quickstart import (
     model_numbers,
     pattern_statement,
     run_quickstart,
+    user_splits,
 )
 from syntaxlm.results import read_result
 from syntaxlm.trees.ptb import read_trees
@@ -120,6 +121,20 @@ def test_a_user_treebank_is_split_and_has_no_suites(tmp_path, quickstart):
     report = (tmp_path / "run" / "report.md").read_text()
     assert "No SyntaxGym suites were scored" in report
     assert "`" + str(source) + "`" in report
+
+
+def test_a_user_folder_may_name_its_splits_as_ud_does(tmp_path):
+    for name in ("en_x-ud-train.conllu", "en_x-ud-dev.conllu", "en_x-ud-test.conllu", "README.md"):
+        (tmp_path / name).write_text("")
+    splits = user_splits(tmp_path, tmp_path / "out")
+    assert {split: path.name for split, path in splits.items()} == {
+        "train": "en_x-ud-train.conllu",
+        "dev": "en_x-ud-dev.conllu",
+        "test": "en_x-ud-test.conllu",
+    }
+    (tmp_path / "valid.conllu").write_text("")
+    with pytest.raises(ValueError, match=r"2 dev files \(en_x-ud-dev.conllu, valid.conllu\)"):
+        user_splits(tmp_path, tmp_path / "out")
 
 
 def test_bad_choices_are_refused(tmp_path):

@@ -1253,8 +1253,9 @@ def quickstart(
     data: Annotated[
         Path | None,
         typer.Option(
-            help="Your treebank instead of the synthetic one: a folder with train, dev and test files (train.trees, or UD names such as en_ewt-ud-train.conllu), "
-            "or one PTB-bracket file (split 80/10/10 in file order).",
+            help="Your treebank instead of the synthetic one: a folder with train, dev and test files "
+            "(train.trees, or UD names such as en_ewt-ud-train.conllu), or one PTB-bracket file "
+            "(split 80/10/10 in file order).",
             show_default=False,
         ),
     ] = None,

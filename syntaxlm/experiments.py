@@ -117,7 +117,7 @@ def suite_results(
         yield path, {**evaluate_suite(suite, values.values).to_json(), "warnings": values.warnings, **options}
 
 
-def sentence_words(tree) -> list[str]:
+def _tree_words(tree) -> list[str]:
     """The words of a constituency ``Tree`` or a dependency ``DepTree``."""
     return list(tree.words) if hasattr(tree, "heads") else tree.leaves()
 
@@ -159,7 +159,7 @@ def evaluate_model(
     if test is not None:
         test = Path(test)
         trees = read_treebank(test)[: settings.test_sentences]
-        words = [sentence_words(tree) for tree in trees]
+        words = [_tree_words(tree) for tree in trees]
         scores = scorer.score(words)
         logprobs, marginalisation = perplexity_logprobs(
             scorer, words, count_eos=settings.count_eos, scores=scores

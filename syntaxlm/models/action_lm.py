@@ -52,7 +52,13 @@ from syntaxlm.data.batching import Batch, RowCorpus, pad_rows
 from syntaxlm.errors import ActionSequenceError, TreeError
 from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM, missing_symbols
 from syntaxlm.models.decoding import KEEP, ActionGrammar, Decoder, symbol_ids
-from syntaxlm.models.layers.transformer import KeyCache, TransformerStack
+from syntaxlm.models.layers.transformer import (
+    KeyCache,
+    TransformerStack,
+    gather_cache_slots,
+    padding_last_order,
+    select_cache_rows,
+)
 from syntaxlm.structure.actions import (
     ActionKind,
     Actions,
@@ -662,22 +668,13 @@ class ActionLMDecoder(Decoder):
         self._hidden = self._hidden.index_select(0, parents)
         if self.masked:
             self._open_start = self._open_start.index_select(0, parents)
-        if self._caches is not None:
-            self._caches = [
-                [(k.index_select(0, parents), v.index_select(0, parents)) for k, v in layer]
-                for layer in self._caches
-            ]
+        self._caches = select_cache_rows(self._caches, parents)
 
     def _compact(self, slots: int) -> None:
         """Drop padding slots: each prefix's positions move left, in order, into ``slots`` slots."""
-        order = torch.sort((self._position < 0).int(), dim=1, stable=True).indices[:, :slots]
+        order = padding_last_order(self._position, slots)
         self._position = self._position.gather(1, order)
-
-        def gather(t: Tensor) -> Tensor:
-            return t.gather(2, order[:, None, :, None].expand(-1, t.shape[1], -1, t.shape[3]))
-
-        if self._caches is not None:
-            self._caches = [[(gather(k), gather(v)) for k, v in layer] for layer in self._caches]
+        self._caches = gather_cache_slots(self._caches, order)
 
     def _checked(self, parents: Tensor, tokens: Tensor) -> tuple[Tensor, Tensor]:
         """``parents`` and ``tokens`` as 1-d long tensors on the device (values are checked in ``advance``)."""

@@ -49,7 +49,14 @@ from syntaxlm.errors import ActionSequenceError, SentenceError
 from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM, missing_symbols
 from syntaxlm.models.decoding import KEEP, ActionGrammar, Decoder, symbol_ids
 from syntaxlm.models.layers.attention import Kernel, RelativePositions
-from syntaxlm.models.layers.transformer import KeyCache, TransformerStack, next_memory
+from syntaxlm.models.layers.transformer import (
+    KeyCache,
+    TransformerStack,
+    gather_cache_slots,
+    next_memory,
+    padding_last_order,
+    select_cache_rows,
+)
 from syntaxlm.structure.tg import (
     NEVER,
     VARIANTS,
@@ -553,23 +560,14 @@ class TGDecoder(Decoder):
         """Hypothesis ``i`` becomes a copy of ``parents[i]``."""
         for name in ("_length", "_position", "_depth", "_on_stack", "_open"):
             setattr(self, name, getattr(self, name).index_select(0, parents))
-        if self._caches is not None:
-            self._caches = [
-                [(k.index_select(0, parents), v.index_select(0, parents)) for k, v in cache]
-                for cache in self._caches
-            ]
+        self._caches = select_cache_rows(self._caches, parents)
 
     def _compact(self, slots: int) -> None:
         """Drop padding slots: each hypothesis's positions move left, in order, into ``slots``."""
-        order = torch.sort((self._position < 0).int(), dim=1, stable=True).indices[:, :slots]
+        order = padding_last_order(self._position, slots)
         for name in ("_position", "_depth", "_on_stack", "_open"):
             setattr(self, name, getattr(self, name).gather(1, order))
-
-        def gather(t: Tensor) -> Tensor:
-            return t.gather(2, order[:, None, :, None].expand(-1, t.shape[1], -1, t.shape[3]))
-
-        if self._caches is not None:
-            self._caches = [[(gather(k), gather(v)) for k, v in cache] for cache in self._caches]
+        self._caches = gather_cache_slots(self._caches, order)
 
 
 def _id_mask(size: int, ids, device) -> Tensor:

@@ -158,6 +158,29 @@ class TransformerStack(nn.Module):
         return self.final_norm(x), grown
 
 
+def select_cache_rows(caches: list[KeyCache] | None, rows: Tensor) -> list[KeyCache] | None:
+    """Incremental decoding: row ``i`` of every cache becomes a copy of row ``rows[i]``."""
+    if caches is None:
+        return None
+    return [[(k.index_select(0, rows), v.index_select(0, rows)) for k, v in cache] for cache in caches]
+
+
+def padding_last_order(position: Tensor, slots: int) -> Tensor:
+    """``[B, slots]``: per row, its held slots (``position ≥ 0``) in order, then padding slots."""
+    return torch.sort((position < 0).int(), dim=1, stable=True).indices[:, :slots]
+
+
+def gather_cache_slots(caches: list[KeyCache] | None, order: Tensor) -> list[KeyCache] | None:
+    """Keys and values ``[B, H, K, d]`` reordered along ``K`` by ``order`` ``[B, slots]``."""
+    if caches is None:
+        return None
+
+    def gather(t: Tensor) -> Tensor:
+        return t.gather(2, order[:, None, :, None].expand(-1, t.shape[1], -1, t.shape[3]))
+
+    return [[(gather(k), gather(v)) for k, v in cache] for cache in caches]
+
+
 def next_memory(memories: list[Tensor] | None, layer_inputs: list[Tensor], source: Tensor) -> list[Tensor]:
     """Each layer's next memory ``[B, M, d]``: ``[memory; layer input][source]``, zeros where ``−1``.
 

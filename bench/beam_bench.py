@@ -50,9 +50,9 @@ class ReencodedPrefixes(HeldPrefixes):
     def __init__(self, make_decoder, n, *, mode=None):
         super().__init__(make_decoder, n, mode="replay")
 
-    def logprobs(self, rows):
+    def logits(self, rows):
         self._cache = [None] * len(self._cache)
-        return super().logprobs(rows)
+        return super().logits(rows)
 
 
 class CopiedPrefixes(HeldPrefixes):
@@ -65,14 +65,14 @@ class CopiedPrefixes(HeldPrefixes):
 class ReencodedOneByOne(ReencodedPrefixes):
     """Every prefix asked for is re-fed alone, through a decoder restarted for it."""
 
-    def logprobs(self, rows):
+    def logits(self, rows):
         out = []
         for row in rows.tolist():
             decoder = self.make_decoder()
             decoder.start(1)
             for token in self._sequences[row]:
                 decoder.advance(torch.zeros(1, dtype=torch.long), torch.tensor([token]))
-            out.append(decoder.logprobs()[0])
+            out.append(decoder.logits()[0])
         return torch.stack(out) if out else torch.zeros(0, 0)
 
 

@@ -3,6 +3,7 @@ kernels agree, and rows that may attend nowhere give no NaN."""
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 
@@ -10,7 +11,7 @@ import pytest
 import torch
 
 from syntaxlm.models.layers.attention import Attention, RelativePositions, flex_available, sinusoidal_table
-from syntaxlm.models.layers.transformer import TransformerStack, next_memory
+from syntaxlm.models.layers.transformer import KeyValueCache, TransformerStack, next_memory
 
 
 def _inputs(batch=2, length=6, memory=3, d=16, seed=0):
@@ -140,15 +141,65 @@ def test_stepping_with_cached_keys_equals_the_whole_forward(pre_ln, separate_com
     compose = torch.rand(batch, length) > 0.5
     arguments = {"position_table": positions.table()}
     whole, _ = stack(x, mask, relative=relative, compose=compose, **arguments)
-    caches, steps = None, []
+    cache, steps = stack.key_value_cache(batch), []
     for t in range(length):
-        out, caches = stack.step(
+        out = stack.step(
             x[:, t : t + 1],
             mask[:, :, t : t + 1, : t + 1],
-            caches,
+            cache,
             relative=relative[:, t : t + 1, : t + 1],
             compose=compose[:, t : t + 1],
             **arguments,
         )
         steps.append(out)
     torch.testing.assert_close(torch.cat(steps, dim=1), whole, atol=1e-5, rtol=1e-5)
+
+
+def test_the_key_value_cache_selects_appends_and_compacts_like_plain_tensors():
+    """Growing past its room, selecting rows (copies, drops, reorders) and gathering slots give the
+    keys and values that the same operations on plain tensors give."""
+    torch.manual_seed(0)
+    cache = KeyValueCache(3, 2, 4, 8, dtype=torch.float32, device="cpu")
+    plain = [torch.zeros(3, 2, 2, 4, 0, 8)]
+
+    def check():
+        for module in range(2):
+            keys, values = cache.keys_values(module)
+            assert torch.equal(keys, plain[0][:, module, 0]) and torch.equal(values, plain[0][:, module, 1])
+
+    for step in range(40):
+        new = torch.randn(cache.rows, 2, 2, 4, 1 + step % 2, 8)
+        cache.append(new.shape[4])
+        for module in range(2):
+            cache.write(module, new[:, module, 0], new[:, module, 1])
+        plain[0] = torch.cat([plain[0], new], dim=4)
+        check()
+        rows = torch.randint(0, cache.rows, (int(torch.randint(1, 12, ())),))
+        cache.select_rows(rows)
+        plain[0] = plain[0][rows]
+        check()
+        if step % 7 == 6:
+            order = torch.argsort(torch.rand(cache.rows, cache.slots), dim=1)[:, : cache.slots - 2]
+            cache.gather_slots(order)
+            plain[0] = plain[0].gather(4, order[:, None, None, None, :, None].expand(-1, 2, 2, 4, -1, 8))
+            check()
+    copied = copy.deepcopy(cache)
+    cache.write(0, torch.ones(cache.rows, 4, 1, 8), torch.ones(cache.rows, 4, 1, 8))
+    assert torch.equal(copied.keys_values(0)[0], plain[0][:, 0, 0])
+
+
+def test_the_math_kernel_gives_the_sdpa_numbers():
+    torch.manual_seed(0)
+    attention = Attention(16, 4).eval()
+    positions = RelativePositions(16, -3, 10)
+    x = torch.randn(5, 2, 16)
+    memory = torch.randn(5, 9, 16)
+    mask = torch.rand(5, 4, 2, 11) > 0.4
+    relative = positions.buckets(torch.randint(-5, 12, (5, 2, 11)))
+    given = {"memory": memory, "relative": relative, "position_table": positions.table()}
+    torch.testing.assert_close(
+        attention(x, mask, kernel="math", **given),
+        attention(x, mask, kernel="sdpa", **given),
+        atol=1e-6,
+        rtol=1e-5,
+    )

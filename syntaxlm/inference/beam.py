@@ -39,7 +39,7 @@ Departures from the authors' code, each fixing one of its bugs (REFERENCE_NOTES)
   probability zero) the best current states are forced to generate it at a floor log-probability
   (``FORCED_LOGPROB``) and ``forced_pieces`` counts it.
 - **no re-encoding**: hypotheses live in the model's incremental ``Decoder``; every expansion round
-  of every sentence of a batch is one ``logprobs`` and one ``advance`` call.
+  of every sentence of a batch is one ``logits`` and one ``advance`` call.
 
 A waiting state (in ``next`` while other states are expanded) must stay unchanged while others
 grow, so the search needs a decoder that keeps prefixes of different lengths side by side:
@@ -157,6 +157,9 @@ class ActionSpace:
             self.kind[EOS_ID] = END
         self.label_of = np.full(V, -1, dtype=np.int64)
         self.label_of[self.open_ids] = self.open_labels
+        # The word ids as runs [start, stop) of consecutive ids.
+        edges = np.flatnonzero(np.diff(np.concatenate([[False], self.word_mask, [False]]).astype(np.int8)))
+        self.word_runs = [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2])]
         self._word_mask_t: dict[torch.device, Tensor] = {}
         self._word_bias_t: dict[tuple, Tensor] = {}
 
@@ -202,21 +205,24 @@ class ActionSpace:
             eos = ~states.ended & (states.pieces > 0)
         return Allowed(opens, close_id, close, words, eos)
 
-    def log_normaliser(self, logprobs: Tensor, allowed: Allowed) -> np.ndarray:
-        """``log Σ p(a | prefix)`` over the allowed actions ``a`` of each row (float64; the sum
-        over the words in the decoder's precision, the few other actions in float64)."""
-        n = logprobs.shape[0]
+    def log_normaliser(self, logits: Tensor, allowed: Allowed | None) -> np.ndarray:
+        """``log Σ exp(logit(a))`` over the actions ``a`` that ``allowed`` allows each row, or over
+        the whole vocabulary with ``None`` (float64; the sum over the words in the decoder's
+        precision, the few other actions in float64). A token's log-probability under the
+        distribution renormalised over those actions is its logit less this."""
+        n = logits.shape[0]
         if n == 0:
             return np.zeros(0)
-        device = logprobs.device
-        words = torch.logsumexp(logprobs + self.word_bias_on(device, logprobs.dtype), dim=1)
-        words = words.double().cpu().numpy()
+        if allowed is None:
+            return torch.logsumexp(logits, dim=1).double().cpu().numpy()
+        device = logits.device
+        words = self._word_log_partition(logits).double().cpu().numpy()
         columns = [torch.from_numpy(np.maximum(allowed.close_id, 0)).to(device)[:, None]]
         if len(self.open_ids):
             columns.append(torch.from_numpy(self.open_ids).to(device).expand(n, -1))
         if self.ends_with_eos:
             columns.append(torch.full((n, 1), EOS_ID, device=device))
-        picked = logprobs.gather(1, torch.cat(columns, dim=1)).double().cpu().numpy()
+        picked = logits.gather(1, torch.cat(columns, dim=1)).double().cpu().numpy()
         ok = [allowed.close[:, None]]
         if len(self.open_ids):
             ok.append(np.repeat(allowed.opens[:, None], len(self.open_ids), axis=1))
@@ -228,6 +234,14 @@ class ActionSpace:
         safe = np.where(np.isfinite(top), top, 0.0)
         with np.errstate(divide="ignore"):
             return safe + np.log(np.exp(parts - safe[:, None]).sum(axis=1))
+
+    def _word_log_partition(self, logits: Tensor) -> Tensor:
+        """``log Σ exp(logit(w))`` over the word ids ``w`` of each row: over slices of the logits
+        where the words make a few runs of ids (one pass, no copy), else with a mask added."""
+        if len(self.word_runs) > 4:
+            return torch.logsumexp(logits + self.word_bias_on(logits.device, logits.dtype), dim=1)
+        runs = [torch.logsumexp(logits[:, start:stop], dim=1) for start, stop in self.word_runs]
+        return runs[0] if len(runs) == 1 else torch.logsumexp(torch.stack(runs, dim=1), dim=1)
 
     def valid_mask(self, allowed: Allowed, device: torch.device) -> Tensor:
         """``[n, V]`` booleans: the allowed actions of each row."""
@@ -363,8 +377,8 @@ class ParserStates:
 
 
 class HeldPrefixes:
-    """Prefixes for the search: ``logprobs()`` of every held prefix, ``advance(parents, tokens)``
-    where a token may be ``KEEP``, and ``calls`` (how many ``logprobs``/``advance`` calls reached
+    """Prefixes for the search: ``logits(rows)`` of held prefixes, ``advance(parents, tokens)``
+    where a token may be ``KEEP``, and ``calls`` (how many ``logits``/``advance`` calls reached
     a decoder). Three ways to hold them, best first:
 
     - ``"keep"``: a decoder with ``supports_keep`` holds them all (one call of each per round);
@@ -413,18 +427,19 @@ class HeldPrefixes:
             return self._decoder.size
         return len(self._where) if self.mode == "cohorts" else len(self._sequences)
 
-    def logprobs(self, rows: np.ndarray) -> Tensor:
-        """``[len(rows), V]``: the next-token log-probabilities after the held prefixes ``rows``."""
+    def logits(self, rows: np.ndarray) -> Tensor:
+        """``[len(rows), V]``: the decoder's next-token logits (``Decoder.logits``) after the held
+        prefixes ``rows``."""
         rows = np.asarray(rows, dtype=np.int64)
         if self.mode == "keep":
             self.calls += 1
-            out = self._decoder.logprobs()
-            if len(rows) != len(out) or (rows != np.arange(len(rows))).any():
-                out = out[torch.from_numpy(rows).to(out.device)]
+            every = len(rows) == self._decoder.size and (rows == np.arange(len(rows))).all()
+            selected = None if every else torch.from_numpy(rows).to(self._device or "cpu")
+            out = self._decoder.logits(selected)
         elif self.mode == "cohorts":
-            out = self._cohort_logprobs(rows)
+            out = self._cohort_logits(rows)
         else:
-            out = self._replayed_logprobs(rows)
+            out = self._replayed_logits(rows)
         self._device = out.device
         return out
 
@@ -448,16 +463,16 @@ class HeldPrefixes:
     def _fork(self, decoder: Decoder) -> Decoder:
         return copy.deepcopy(decoder, dict(self._shared))
 
-    def _cohort_logprobs(self, rows: np.ndarray) -> Tensor:
+    def _cohort_logits(self, rows: np.ndarray) -> Tensor:
         where = self._where[rows]
         parts = []
         for c in np.unique(where[:, 0]).tolist():
             cohort = self._cohorts[c]
-            if cohort.logprobs is None:
+            if cohort.logits is None:
                 self.calls += 1
-                cohort.logprobs = cohort.decoder.logprobs()
+                cohort.logits = cohort.decoder.logits()
             at = np.flatnonzero(where[:, 0] == c)
-            parts.append((at, cohort.logprobs, where[at, 1]))
+            parts.append((at, cohort.logits, where[at, 1]))
         if not parts:
             return torch.zeros(0, 0)
         if len(parts) == 1:
@@ -485,8 +500,8 @@ class HeldPrefixes:
             parent = self._cohorts[c]
             decoder = self._fork(parent.decoder) if c in waiting else parent.decoder
             if c not in waiting:
-                parent.logprobs = None  # its decoder moves on
-            device = parent.logprobs.device if parent.logprobs is not None else self._device
+                parent.logits = None  # its decoder moves on
+            device = parent.logits.device if parent.logits is not None else self._device
             self.calls += 1
             decoder.advance(
                 torch.as_tensor(old[rows, 1], dtype=torch.long, device=device),
@@ -510,7 +525,7 @@ class HeldPrefixes:
                 cache.append(None)
         self._sequences, self._cache = sequences, cache
 
-    def _replayed_logprobs(self, wanted: np.ndarray) -> Tensor:
+    def _replayed_logits(self, wanted: np.ndarray) -> Tensor:
         by_length: dict[int, list[int]] = {}
         for i in wanted.tolist():
             if self._cache[i] is None:
@@ -526,7 +541,7 @@ class HeldPrefixes:
                 self.calls += 1
                 decoder.advance(parents, tokens[:, t])
             self.calls += 1
-            values = decoder.logprobs()
+            values = decoder.logits()
             for j, i in enumerate(rows):
                 self._cache[i] = values[j]
         if len(wanted) == 0:
@@ -537,7 +552,7 @@ class HeldPrefixes:
 @dataclass
 class _Cohort:
     decoder: Decoder
-    logprobs: Tensor | None = None
+    logits: Tensor | None = None
 
 
 def _shared_objects(decoder: Decoder) -> dict[int, Any]:
@@ -699,19 +714,20 @@ class _Search:
         if not len(self.owner):
             return False
         space = self.space
-        # Only the rows being expanded or closed need log-probabilities (``at``: their index there).
+        # Only the rows being expanded or closed need logits (``at``: their index there). A
+        # token's log-probability is its logit less its row's log-normaliser ``norm``.
         active = np.flatnonzero(self.role != NEXT)
-        logprobs = self.held.logprobs(active)
+        logits = self.held.logits(active)
         at = np.full(len(self.owner), -1, dtype=np.int64)
         at[active] = np.arange(len(active))
         allowed = space.allowed(self.states, self.stacks)
         norm = np.zeros(len(self.owner))
-        if self.renormalise and len(active):
-            norm[active] = space.log_normaliser(logprobs, allowed.take(active))
+        if len(active):
+            norm[active] = space.log_normaliser(logits, allowed.take(active) if self.renormalise else None)
         cur = np.flatnonzero(self.role == CURRENT)
-        cand_ids, cand, piece_lp = self._candidates(cur, logprobs, at, allowed, norm)
+        cand_ids, cand, piece_logit = self._candidates(cur, logits, at, allowed, norm)
         fin = np.flatnonzero(self.role == FINISH)
-        fin_token, fin_score = self._closers(fin, logprobs, at, allowed, norm)
+        fin_token, fin_score = self._closers(fin, logits, at, allowed, norm)
 
         n_sentences = len(self.sentences)
         bounds = np.searchsorted(self.owner, np.arange(n_sentences + 1))
@@ -728,7 +744,9 @@ class _Search:
             else:
                 c = slice(cur_bounds[s], cur_bounds[s + 1])
                 waiting = bounds[s] + np.flatnonzero(self.role[bounds[s] : bounds[s + 1]] == NEXT)
-                self._expand(sentence, cur[c], cand_ids[c], cand[c], piece_lp[c], waiting, allowed, norm, out)
+                self._expand(
+                    sentence, cur[c], cand_ids[c], cand[c], piece_logit[c], waiting, allowed, norm, out
+                )
 
         parent, token, role, score = out.arrays()
         if len(parent) == 0:
@@ -741,10 +759,10 @@ class _Search:
         return True
 
     def _candidates(
-        self, cur: np.ndarray, logprobs: Tensor, at: np.ndarray, allowed: Allowed, norm: np.ndarray
+        self, cur: np.ndarray, logits: Tensor, at: np.ndarray, allowed: Allowed, norm: np.ndarray
     ):
         """Candidate ids ``[m, C]`` of the current rows, their cumulative scores (−inf where not
-        expandable) and the raw log-probabilities of the pieces (for forcing)."""
+        expandable) and the logits of the pieces (for forcing)."""
         space, C = self.space, self.width
         O = C - 2
         ids = np.zeros((len(cur), C), dtype=np.int64)
@@ -761,14 +779,12 @@ class _Search:
         # Closing the root would end the sentence before its last piece.
         ok[:, O] = allowed.close[cur] & (self.states.depth[cur] >= 2) & structure
         ok[:, O + 1] = allowed.words[cur]
-        device = logprobs.device
-        picked = logprobs[torch.from_numpy(at[cur]).to(device)].gather(1, torch.from_numpy(ids).to(device))
-        picked = picked.double().cpu().numpy()
+        picked = _pick(logits, at[cur, None], ids)
         cand = self.score[cur, None] + picked - norm[cur, None]
         cand[~ok] = -np.inf
         return ids, cand, picked[:, O + 1]
 
-    def _closers(self, fin: np.ndarray, logprobs: Tensor, at: np.ndarray, allowed: Allowed, norm: np.ndarray):
+    def _closers(self, fin: np.ndarray, logits: Tensor, at: np.ndarray, allowed: Allowed, norm: np.ndarray):
         """The forced next action of each finishing row (its closer, or ``</s>`` once closed) and
         the cumulative score after it (−inf if the grammar does not allow it)."""
         if len(fin) == 0:
@@ -777,9 +793,7 @@ class _Search:
         token = np.where(closing, allowed.close_id[fin], EOS_ID)
         valid = np.where(closing, allowed.close[fin], allowed.eos[fin])
         token = np.maximum(token, 0)
-        device = logprobs.device
-        picked = logprobs[torch.from_numpy(at[fin]).to(device), torch.from_numpy(token).to(device)]
-        score = self.score[fin] + picked.double().cpu().numpy() - norm[fin]
+        score = self.score[fin] + _pick(logits, at[fin], token) - norm[fin]
         score[~valid] = -np.inf
         return token, score
 
@@ -792,7 +806,7 @@ class _Search:
             sentence.finals.extend(zip(scores[done].tolist(), nodes.tolist()))
         out.add(rows[~done], tokens[~done], FINISH, scores[~done])
 
-    def _expand(self, sentence, cur, cand_ids, cand, piece_lp, waiting, allowed, norm, out: _Next) -> None:
+    def _expand(self, sentence, cur, cand_ids, cand, piece_logit, waiting, allowed, norm, out: _Next) -> None:
         """Steps 2–5 of the module docstring for one sentence's current rows ``cur``."""
         A, W, F = self.settings.action_beam, self.settings.word_beam, self.settings.fast_track
         C = self.width
@@ -819,7 +833,7 @@ class _Search:
         if len(grown_cur) == 0 and sentence.n_next < A and self.space.tree:
             sentence.exhausted += 1
         if len(parent) == 0:
-            parent, token, score = self._forced(sentence, cur, allowed, piece_lp, norm)
+            parent, token, score = self._forced(sentence, cur, allowed, piece_logit, norm)
             if len(parent) == 0:
                 sentence.failed = True
                 sentence.prefix.extend([-np.inf] * (len(sentence.pieces) - sentence.k))
@@ -830,7 +844,7 @@ class _Search:
         sentence.n_next = 0
         out.add(parent, token, FINISH if sentence.finishing else CURRENT, score)
 
-    def _forced(self, sentence: _Sentence, cur, allowed: Allowed, piece_lp, norm):
+    def _forced(self, sentence: _Sentence, cur, allowed: Allowed, piece_logit, norm):
         """No state generated the piece: the best current states that may emit a word are made
         to, at the model's log-probability floored at ``FORCED_LOGPROB``."""
         can = np.flatnonzero(allowed.words[cur])
@@ -838,7 +852,7 @@ class _Search:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
         sentence.forced += 1
         chosen = can[_top(self.score[cur[can]], self.settings.word_beam)]
-        step = piece_lp[chosen] - norm[cur[chosen]]
+        step = piece_logit[chosen] - norm[cur[chosen]]
         step = np.where(np.isfinite(step), np.maximum(step, FORCED_LOGPROB), FORCED_LOGPROB)
         token = np.full(len(chosen), sentence.pieces[sentence.k], dtype=np.int64)
         return cur[chosen], token, self.score[cur[chosen]] + step
@@ -859,6 +873,13 @@ class _Search:
             forced_pieces=sentence.forced,
             rounds=sentence.rounds,
         )
+
+
+def _pick(values: Tensor, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """``values[rows, columns]`` (broadcast) as float64 on the host, gathering only those entries."""
+    device = values.device
+    picked = values[torch.from_numpy(rows).to(device), torch.from_numpy(columns).to(device)]
+    return picked.double().cpu().numpy()
 
 
 # --- sentences of words, models and results ------------------------------------------------------

@@ -93,18 +93,18 @@ def sequence_logprobs(
     states = ParserStates.start(1)
     renormalise = renormalise and space.tree
     decoder.start(1)
+    device = decoder.logits().device
 
     def step(tokens: np.ndarray, parents: np.ndarray) -> np.ndarray:
         """Log-probabilities of ``tokens`` after the held prefixes ``parents``, then advance."""
         nonlocal states
-        logprobs = decoder.logprobs()
-        device = logprobs.device
         rows = torch.as_tensor(parents, device=device)
         tokens_t = torch.as_tensor(tokens, device=device)
-        picked = logprobs[rows, tokens_t].double().cpu().numpy()
+        logits = decoder.logits(rows)
+        picked = logits.gather(1, tokens_t[:, None])[:, 0].double().cpu().numpy()
         states = states.take(parents)
-        if renormalise:
-            picked = picked - space.log_normaliser(logprobs[rows], space.allowed(states, stacks))
+        allowed = space.allowed(states, stacks) if renormalise else None
+        picked = picked - space.log_normaliser(logits, allowed)
         decoder.advance(rows, tokens_t)
         states = states.step(tokens, space, stacks, history)
         return picked

@@ -52,13 +52,7 @@ from syntaxlm.data.batching import Batch, RowCorpus, pad_rows
 from syntaxlm.errors import ActionSequenceError, TreeError
 from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM, missing_symbols
 from syntaxlm.models.decoding import KEEP, ActionGrammar, Decoder, symbol_ids
-from syntaxlm.models.layers.transformer import (
-    KeyCache,
-    TransformerStack,
-    gather_cache_slots,
-    padding_last_order,
-    select_cache_rows,
-)
+from syntaxlm.models.layers.transformer import KeyValueCache, TransformerStack, live_first_order
 from syntaxlm.structure.actions import (
     ActionKind,
     Actions,
@@ -517,7 +511,7 @@ class ActionLMDecoder(Decoder):
         kinds[list(grammar.close_label)] = ActionKind.CLOSE
         self._kind_of_id = kinds.to(self.device)
         self.length = 0  # positions held by the longest prefix, <s> included
-        self._caches: list[KeyCache] | None = None
+        self._cache: KeyValueCache | None = None
         self._position: Tensor | None = None  # [n, S]: each slot's position in its prefix, −1 = padding
         self._length: Tensor | None = None  # [n]: positions held per prefix
         self._open_start: Tensor | None = None  # [n, ≥ length], by position; plm-mask only
@@ -531,7 +525,8 @@ class ActionLMDecoder(Decoder):
     def start(self, n: int) -> None:
         if n < 0:
             raise ValueError(f"the number of prefixes must be at least 0, got {n}")
-        self.length, self._caches, self._padded = 1, None, False
+        self.length, self._padded = 1, False
+        self._cache = self.model.transformer.key_value_cache(n)
         self._position = torch.zeros(n, 1, dtype=torch.long, device=self.device)  # <s> at position 0
         self._length = torch.ones(n, dtype=torch.long, device=self.device)
         if self.masked:
@@ -540,10 +535,14 @@ class ActionLMDecoder(Decoder):
 
     def logprobs(self) -> Tensor:
         """``[n, V]`` natural-log ``p(next token | prefix)``, float32, computed on each call."""
+        return self.logits().log_softmax(-1)
+
+    def logits(self, rows: Tensor | None = None) -> Tensor:
         if self._hidden is None:
             raise RuntimeError("call start(n) before logprobs()")
+        hidden = self._hidden if rows is None else self._hidden[rows]
         with torch.no_grad():
-            return self.model.lm_logits(self._hidden).float().log_softmax(-1)
+            return self.model.lm_logits(hidden).float()
 
     def advance(self, parents: Tensor, tokens: Tensor) -> None:
         parents, tokens = self._checked(parents, tokens)
@@ -640,13 +639,17 @@ class ActionLMDecoder(Decoder):
         prefix (``kept``) runs a padding slot, whose output is dropped."""
         model = self.model
         if len(tokens) == 0:  # no prefixes: nothing to run (the blocks take no empty batch)
-            self._hidden, self._caches = model.token_embedding.weight.new_zeros(0, model.config.d_model), None
+            self._hidden = model.token_embedding.weight.new_zeros(0, model.config.d_model)
+            self._cache = model.transformer.key_value_cache(0)
             return
         position = self._position[:, -1].clamp(min=0)  # a padding slot runs at 0; never attended
         x = model.token_embedding(tokens[:, None]) + model.position_embedding(position)[:, None]
         with torch.no_grad(), _evaluating(model):
-            hidden, self._caches = model.transformer.step(
-                model.embedding_dropout(x), self.row_mask(), self._caches
+            hidden = model.transformer.step(
+                model.embedding_dropout(x),
+                self.row_mask(),
+                self._cache,
+                kernel="math" if self.device.type == "cpu" else "sdpa",
             )
         hidden = hidden[:, 0]
         self._hidden = hidden if kept is None else torch.where(kept[:, None], self._hidden, hidden)
@@ -668,13 +671,13 @@ class ActionLMDecoder(Decoder):
         self._hidden = self._hidden.index_select(0, parents)
         if self.masked:
             self._open_start = self._open_start.index_select(0, parents)
-        self._caches = select_cache_rows(self._caches, parents)
+        self._cache.select_rows(parents)
 
     def _compact(self, slots: int) -> None:
         """Drop padding slots: each prefix's positions move left, in order, into ``slots`` slots."""
-        order = padding_last_order(self._position, slots)
+        order = live_first_order(self._position >= 0, slots)
         self._position = self._position.gather(1, order)
-        self._caches = gather_cache_slots(self._caches, order)
+        self._cache.gather_slots(order)
 
     def _checked(self, parents: Tensor, tokens: Tensor) -> tuple[Tensor, Tensor]:
         """``parents`` and ``tokens`` as 1-d long tensors on the device (values are checked in ``advance``)."""

@@ -88,6 +88,14 @@ class Decoder(ABC):
     def logprobs(self) -> Tensor:
         """``[n, V]`` natural-log probabilities of the next token after each prefix."""
 
+    def logits(self, rows: Tensor | None = None) -> Tensor:
+        """``[len(rows), V]`` scores of the next token after the prefixes ``rows`` (every prefix
+        by default) whose log-softmax is ``logprobs()``. The beam search normalises these itself,
+        over only what it needs; decoders with an output layer return that layer's logits, for the
+        rows asked for only, and spare the search a pass over the vocabulary."""
+        logprobs = self.logprobs()
+        return logprobs if rows is None else logprobs[rows]
+
     @abstractmethod
     def advance(self, parents: Tensor, tokens: Tensor) -> None:
         """New prefixes: ``prefix[parents[i]] + tokens[i]`` (1-d long tensors of one length)."""

@@ -554,12 +554,13 @@ class DMTransformerDecoder(MixtureDecoder):
     def __init__(self, model: DMTransformer):
         super().__init__(model)
         self.length = 0
-        self._caches: list | None = None
+        self._cache = model.base.transformer.key_value_cache(0)
 
     def start(self, n: int) -> None:
         if n < 0:
             raise ValueError(f"the number of prefixes must be at least 0, got {n}")
-        self.length, self._caches, self._held = 0, None, None
+        self.length, self._held = 0, None
+        self._cache = self.model.base.transformer.key_value_cache(n)
         self._run(torch.full((n,), BOS_ID, dtype=torch.long, device=self.device))
 
     def advance(self, parents: Tensor, tokens: Tensor) -> None:
@@ -569,7 +570,7 @@ class DMTransformerDecoder(MixtureDecoder):
                 f"the prefixes already hold {self.length} positions, the model's max_length; "
                 "there is no position left for another token"
             )
-        self._caches = [[(k[parents], v[parents]) for k, v in layer] for layer in self._caches]
+        self._cache.select_rows(parents)
         self._held = self._held[parents]
         self._run(tokens)
 
@@ -583,18 +584,16 @@ class DMTransformerDecoder(MixtureDecoder):
             self.length += 1
             mask = torch.ones(1, 1, 1, self.length, dtype=torch.bool, device=self.device)
             blocks = base.transformer.blocks
-            grown = []
+            self._cache.append(1)
             penultimate_input = x
-            for i, block in enumerate(blocks):
+            for i, block in enumerate(blocks):  # one attention module per block
                 if i == len(blocks) - 2:
                     penultimate_input = x
-                x, cache = block.step(x, mask, None if self._caches is None else self._caches[i])
-                grown.append(cache)
-            self._caches = grown
+                x = block.step(x, mask, self._cache, i)
             hidden = base.transformer.final_norm(x)[:, 0]
             self._hold(base.lm_logits(hidden).float().log_softmax(-1))
             q, _ = model.penultimate_queries_keys(penultimate_input)  # [n, H, 1, d_head]
-            keys = grown[-2][0][0]  # the penultimate block's keys of every held position
+            keys = self._cache.keys_values(len(blocks) - 2)[0]  # the penultimate block's, every position
             scores = (q @ keys.transpose(-1, -2))[:, :, 0] / math.sqrt(q.shape[-1])  # [n, H, K]
             self._log_attention = head_average(scores.float().log_softmax(-1))
         finally:

@@ -49,14 +49,7 @@ from syntaxlm.errors import ActionSequenceError, SentenceError
 from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM, missing_symbols
 from syntaxlm.models.decoding import KEEP, ActionGrammar, Decoder, symbol_ids
 from syntaxlm.models.layers.attention import Kernel, RelativePositions
-from syntaxlm.models.layers.transformer import (
-    KeyCache,
-    TransformerStack,
-    gather_cache_slots,
-    next_memory,
-    padding_last_order,
-    select_cache_rows,
-)
+from syntaxlm.models.layers.transformer import TransformerStack, live_first_order, next_memory
 from syntaxlm.structure.tg import (
     NEVER,
     VARIANTS,
@@ -385,10 +378,12 @@ class TGDecoder(Decoder):
     which is two run in one step: its COMPOSE copy attends to the positions it pops (those on the
     stack from its opener on) and itself, then replaces them on the stack; its STACK copy attends
     to the stack and itself and is not pushed (Algorithm 1). In a step where some hypotheses close
-    a constituent, the others get a padding slot before their token; padding is never attended,
-    and the slots are compacted when it piles up. Relative positions are per hypothesis (depth
-    differences, or differences of sequence positions). A ``KEEP`` token leaves its prefix as it was
-    (a padding slot, dropped at the next compaction).
+    a constituent, the others get a padding slot before their token. Only the stack is ever
+    attended again, so the slots off it (padding, and the positions a COMPOSE popped) are dropped
+    when they pile up: the keys held per hypothesis are about its stack, not its whole sequence
+    (all of it for TXL (trees), which pops nothing). Relative positions are per hypothesis (depth
+    differences, or differences of sequence positions). A ``KEEP`` token leaves its prefix as it
+    was (a padding slot).
 
     Whole sequences are held, without segments: a sequence longer than ``segment_length`` is
     decoded as the model scores it with ``memory_length`` at least the sequence's length. The
@@ -416,7 +411,7 @@ class TGDecoder(Decoder):
         if n < 0:
             raise ValueError(f"the number of prefixes must be at least 0, got {n}")
         device = self.model.device
-        self._caches: list[KeyCache] | None = None
+        self._cache = self.model.transformer.key_value_cache(n)
         self._length = torch.ones(n, dtype=torch.long, device=device)
         # <s> is position 0, at depth 0, on the stack for good.
         self._position = torch.zeros(n, 1, dtype=torch.long, device=device)
@@ -433,9 +428,14 @@ class TGDecoder(Decoder):
 
     @torch.no_grad()
     def logprobs(self) -> Tensor:
+        return torch.log_softmax(self.logits(), dim=-1)
+
+    @torch.no_grad()
+    def logits(self, rows: Tensor | None = None) -> Tensor:
         model = self.model
         weight = model.embedding.weight if model.output is None else model.output.weight
-        return torch.log_softmax(F.linear(self._hidden, weight, model.output_bias).float(), dim=-1)
+        hidden = self._hidden if rows is None else self._hidden[rows]
+        return F.linear(hidden, weight, model.output_bias).float()
 
     @torch.no_grad()
     def advance(self, parents: Tensor, tokens: Tensor) -> None:
@@ -463,13 +463,13 @@ class TGDecoder(Decoder):
         composes = closer & self.duplicates_closers  # the tokens that get a COMPOSE copy
         identity = (parents == torch.arange(n, device=device)).all() if m == n else torch.tensor(False)
         # One transfer from the device for everything decided on the host.
-        bad_parent, bad_token, unopened, two_positions, longest, same = torch.stack(
+        bad_parent, bad_token, unopened, two_positions, live, same = torch.stack(
             [
                 (parents != safe).any(),
                 ((tokens < 0) | (tokens >= vocab_size)).any(),
                 (closer & (n_open == 0)).any(),
                 composes.any(),
-                self._length[safe].amax(),
+                self._on_stack.sum(dim=1)[safe].amax(),
                 identity.to(device),
             ]
         ).tolist()
@@ -488,9 +488,9 @@ class TGDecoder(Decoder):
         if not same:
             self._select(parents)
         slots = self._position.shape[1]
-        if slots - longest > max(16, longest // 4):
-            self._compact(int(longest))
-            slots = longest
+        if slots - live > max(16, live // 4):
+            self._compact(int(live))
+            slots = live
 
         # Two candidate positions per hypothesis: a closer's COMPOSE copy (padding for any other
         # token), then the token itself (for a closer, its STACK copy). Without a COMPOSE in this
@@ -545,14 +545,14 @@ class TGDecoder(Decoder):
             position_table = model.relative_positions.table()
         with _evaluating(model):
             x = model.embedding(inputs) * math.sqrt(model.config.d_model)
-            hidden, self._caches = model.transformer.step(
+            hidden = model.transformer.step(
                 x,
                 mask,
-                self._caches,
+                self._cache,
                 relative=relative,
                 position_table=position_table,
                 compose=compose if model.config.separate_compose else None,
-                kernel="sdpa",
+                kernel="math" if model.device.type == "cpu" else "sdpa",
             )
         return hidden[:, -1]
 
@@ -560,14 +560,15 @@ class TGDecoder(Decoder):
         """Hypothesis ``i`` becomes a copy of ``parents[i]``."""
         for name in ("_length", "_position", "_depth", "_on_stack", "_open"):
             setattr(self, name, getattr(self, name).index_select(0, parents))
-        self._caches = select_cache_rows(self._caches, parents)
+        self._cache.select_rows(parents)
 
     def _compact(self, slots: int) -> None:
-        """Drop padding slots: each hypothesis's positions move left, in order, into ``slots``."""
-        order = padding_last_order(self._position, slots)
+        """Drop the slots off the stack (padding, and positions that a COMPOSE popped): no later
+        position attends them. Each hypothesis's stack moves left, in order, into ``slots``."""
+        order = live_first_order(self._on_stack, slots)
         for name in ("_position", "_depth", "_on_stack", "_open"):
             setattr(self, name, getattr(self, name).gather(1, order))
-        self._caches = gather_cache_slots(self._caches, order)
+        self._cache.gather_slots(order)
 
 
 def _id_mask(size: int, ids, device) -> Tensor:

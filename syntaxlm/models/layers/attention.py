@@ -22,8 +22,11 @@ CUDA. ``flex`` gives FlexAttention the position term as a ``score_mod`` and the 
 mask, so fully masked blocks are skipped; it has no attention dropout, and compiled (on CUDA) it
 pays a compilation per new shape. Measured on an H100 (``docs/performance.md``), PTB-size TG
 steps on treebank sentences are bound by kernel launches, not attention FLOPs, and SDPA was
-twice as fast, so ``auto`` takes SDPA everywhere; ``kernel="flex"`` opts in. The two give the
-same numbers (``tests/test_attention.py``).
+twice as fast, so ``auto`` takes SDPA everywhere; ``kernel="flex"`` opts in. ``math`` computes
+the scores, their softmax and the weighted sum as separate operations: the incremental decoders
+use it on the CPU, where for one or two new queries over cached keys it beats the fused SDPA
+kernel (1.8× on a tiny TG's beam steps). The kernels give the same numbers
+(``tests/test_attention.py``).
 
 ``record_attention(model)`` keeps the attention probabilities ``[B, H, Q, K]`` of every
 ``Attention`` inside ``model`` while it is active (for figures and analysis); outside it nothing
@@ -41,7 +44,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-Kernel = Literal["auto", "sdpa", "flex"]
+Kernel = Literal["auto", "sdpa", "flex", "math"]
 
 
 def sinusoidal_table(positions: Tensor, d_model: int) -> Tensor:
@@ -140,6 +143,8 @@ class Attention(nn.Module):
         dropout = self.dropout if self.training else 0.0
         if kernel == "flex":
             out = _flex_attention(q, k, v, mask, bias, scale, dropout)
+        elif kernel == "math":
+            out = _math_attention(q, k, v, mask, bias, scale, dropout)
         else:
             additive = self._additive_mask(mask, bias, q)
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=additive, dropout_p=dropout, scale=scale)
@@ -165,6 +170,17 @@ class Attention(nn.Module):
 
     def _heads(self, t: Tensor) -> Tensor:
         return t.view(t.shape[0], t.shape[1], self.n_heads, self.d_head).transpose(1, 2)
+
+
+def _math_attention(q, k, v, mask, bias, scale, dropout) -> Tensor:
+    """Scores, softmax and the weighted sum as separate tensor operations (the ``math`` kernel)."""
+    scores = torch.einsum("bhqd,bhkd->bhqk", q, k) * scale
+    if bias is not None:
+        per_bucket, relative = bias
+        scores = scores + per_bucket.gather(-1, relative[:, None].expand(scores.shape))
+    weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    weights = F.dropout(weights, dropout) if dropout else weights
+    return torch.einsum("bhqk,bhkd->bhqd", weights, v)
 
 
 @contextmanager

@@ -14,14 +14,97 @@ option ``separate_compose`` gives COMPOSE rows their own attention weights (a TG
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch import Tensor, nn
 
 from syntaxlm.models.layers.attention import Attention, Kernel
 
-KeyCache = list[tuple[Tensor, Tensor]]
-"""Per attention module of a block (the main one, then the COMPOSE one if any): keys and values
-``[B, H, K, d_head]`` of the positions decoded so far."""
+
+class KeyValueCache:
+    """Incremental decoding: the keys and values ``[rows, H, slots, d_head]`` of every attention
+    module of a ``TransformerStack`` (block by block: the main one, then the COMPOSE one if any),
+    for the positions decoded so far.
+
+    They are held as one contiguous tensor ``[modules, 2, rows, H, slots, d_head]`` in one of two
+    flat buffers that are reused, and grow by half again when too small. Growing by new slots
+    copies the held tensor into the other buffer, and a row selection waits for that copy and
+    happens in it (one ``index_select``): a decoding step copies the cache once and allocates
+    nothing, and the attention reads contiguous keys. For small models, copying and allocating
+    caches cost more than the attention itself (docs/performance.md)."""
+
+    def __init__(self, rows: int, n_modules: int, n_heads: int, d_head: int, *, dtype, device):
+        self.rows, self.slots = rows, 0
+        self._dims = (n_modules, 2, n_heads, d_head)
+        self._buffers = [torch.zeros(0, dtype=dtype, device=device) for _ in range(2)]
+        self._held = self._view(0, rows, 0)
+        self._selection: Tensor | None = None  # rows of ``_held`` still to be selected
+
+    def keys_values(self, module: int) -> tuple[Tensor, Tensor]:
+        """One module's keys and values ``[rows, H, slots, d_head]`` (contiguous views)."""
+        self._settle(self.slots)
+        return self._held[module, 0], self._held[module, 1]
+
+    def append(self, slots: int) -> None:
+        """``slots`` more slots for every row, at the end; ``write`` fills them."""
+        self._settle(self.slots + slots)
+
+    def write(self, module: int, keys: Tensor, values: Tensor) -> None:
+        """One module's keys and values ``[rows, H, Q, d_head]`` of the last ``Q`` slots."""
+        self._settle(self.slots)
+        new = slice(self.slots - keys.shape[2], self.slots)
+        self._held[module, 0, :, :, new] = keys
+        self._held[module, 1, :, :, new] = values
+
+    def select_rows(self, rows: Tensor) -> None:
+        """Row ``i`` becomes a copy of row ``rows[i]`` (carried out with the next copy)."""
+        self._selection = rows if self._selection is None else self._selection[rows]
+        self.rows = len(rows)
+
+    def gather_slots(self, order: Tensor) -> None:
+        """Slots reordered (and cut) per row: slot ``j`` of row ``i`` becomes slot ``order[i, j]``
+        (``order`` ``[rows, slots]``)."""
+        self._settle(self.slots)
+        target = self._view(1, self.rows, order.shape[1])
+        index = order[None, None, :, None, :, None].expand(target.shape)
+        torch.gather(self._held, 4, index, out=target)
+        self._swap(target)
+
+    def __deepcopy__(self, memo) -> KeyValueCache:
+        """A copy of the held keys and values alone."""
+        self._settle(self.slots)
+        copied = copy.copy(self)
+        copied._buffers = [self._held.flatten().clone(), self._buffers[1].new_zeros(0)]
+        copied._held = copied._view(0, self.rows, self.slots)
+        return copied
+
+    def _settle(self, slots: int) -> None:
+        """Carry out a pending row selection, and make ``slots`` slots (the held ones first)."""
+        if self._selection is None and slots == self.slots:
+            return
+        target = self._view(1, self.rows, slots)
+        held_slots = target[:, :, :, :, : self.slots]
+        if self._selection is None:
+            held_slots.copy_(self._held)
+        else:
+            torch.index_select(self._held, 2, self._selection, out=held_slots)
+        self._selection = None
+        self._swap(target)
+
+    def _swap(self, target: Tensor) -> None:
+        self._buffers.reverse()
+        self._held = target
+        self.slots = target.shape[4]
+
+    def _view(self, buffer: int, rows: int, slots: int) -> Tensor:
+        """The start of buffer ``buffer`` as ``[modules, 2, rows, H, slots, d_head]`` (grown if
+        need be: never the buffer holding ``_held``)."""
+        modules, _, heads, d_head = self._dims
+        size = modules * 2 * rows * heads * slots * d_head
+        if len(self._buffers[buffer]) < size:
+            self._buffers[buffer] = self._buffers[buffer].new_empty(size * 3 // 2)
+        return self._buffers[buffer][:size].view(modules, 2, rows, heads, slots, d_head)
 
 
 class Block(nn.Module):
@@ -63,31 +146,39 @@ class Block(nn.Module):
         x = self.attention_norm(x + self.dropout(attended))
         return self.ff_norm(x + self.dropout(self.ff(x)))
 
-    def _attend(self, x, mask, compose, memory, attention, cache=None) -> Tensor:
-        keys = None if cache is None else cache[0]
-        out = self.attention(x, mask, memory=memory, keys=keys, **attention)
+    @property
+    def attention_modules(self) -> list[Attention]:
+        """The main attention, then the COMPOSE one if any (``KeyValueCache`` holds them in order)."""
+        return [self.attention] + ([self.compose_attention] if self.compose_attention is not None else [])
+
+    def _attend(self, x, mask, compose, memory, attention, keys=None) -> Tensor:
+        out = self.attention(x, mask, memory=memory, keys=None if keys is None else keys[0], **attention)
         if self.compose_attention is None or compose is None:
             return out
-        keys = None if cache is None else cache[1]
-        composed = self.compose_attention(x, mask, memory=memory, keys=keys, **attention)
+        composed = self.compose_attention(
+            x, mask, memory=memory, keys=None if keys is None else keys[1], **attention
+        )
         return torch.where(compose[..., None], composed, out)
 
     def step(
-        self, x: Tensor, mask: Tensor, cache: KeyCache | None, *, compose: Tensor | None = None, **attention
-    ) -> tuple[Tensor, KeyCache]:
-        """The block on new positions ``x`` ``[B, Q, d]`` whose keys are the cached ones followed by
-        their own; returns the output and the cache grown by ``Q`` positions. ``mask`` is
-        ``[B, 1|H, Q, K + Q]`` over cached then new positions."""
+        self,
+        x: Tensor,
+        mask: Tensor,
+        cache: KeyValueCache,
+        first_module: int,
+        *,
+        compose: Tensor | None = None,
+        **attention,
+    ) -> Tensor:
+        """The block on new positions ``x`` ``[B, Q, d]``, which fill the last ``Q`` slots of the
+        ``cache`` (its modules from ``first_module`` on): their keys and values are written there,
+        and the positions attend over every slot. ``mask`` is ``[B, 1|H, Q, slots]``."""
         h = self.attention_norm(x) if self.pre_ln else x
-        modules = [self.attention] + ([self.compose_attention] if self.compose_attention is not None else [])
-        grown = []
-        for i, module in enumerate(modules):
-            k, v = module.keys_values(h)
-            if cache is not None:
-                k, v = torch.cat([cache[i][0], k], dim=2), torch.cat([cache[i][1], v], dim=2)
-            grown.append((k, v))
-        attended = self._attend(h, mask, compose, None, attention, cache=grown)
-        return self._residuals(x, attended), grown
+        keys = []
+        for i, module in enumerate(self.attention_modules):
+            cache.write(first_module + i, *module.keys_values(h))
+            keys.append(cache.keys_values(first_module + i))
+        return self._residuals(x, self._attend(h, mask, compose, None, attention, keys=keys))
 
 
 class TransformerStack(nn.Module):
@@ -128,57 +219,51 @@ class TransformerStack(nn.Module):
             )
         return self.final_norm(x), layer_inputs
 
+    def key_value_cache(self, rows: int) -> KeyValueCache:
+        """An empty cache of ``rows`` rows for ``step``, on the stack's device and in its dtype."""
+        attention = self.blocks[0].attention
+        weight = attention.query.weight
+        n_modules = sum(len(block.attention_modules) for block in self.blocks)
+        return KeyValueCache(
+            rows, n_modules, attention.n_heads, attention.d_head, dtype=weight.dtype, device=weight.device
+        )
+
     def step(
         self,
         x: Tensor,
         mask: Tensor,
-        caches: list[KeyCache] | None,
+        cache: KeyValueCache,
         *,
         relative: Tensor | None = None,
         position_table: Tensor | None = None,
         compose: Tensor | None = None,
         kernel: Kernel = "auto",
-    ) -> tuple[Tensor, list[KeyCache]]:
-        """Incremental decoding: new positions ``x`` ``[B, Q, d]`` after the cached ones (one
-        ``KeyCache`` per layer, ``None`` at the start); ``mask`` and ``relative`` are
+    ) -> Tensor:
+        """Incremental decoding: new positions ``x`` ``[B, Q, d]`` after the ``K`` cached ones
+        (``key_value_cache``), whose keys and values join the cache; ``mask`` and ``relative`` are
         ``[B, ., Q, K + Q]`` over cached then new positions. Equals ``forward`` on the whole sequence
-        at the new positions; select rows of every cached tensor to reorder or copy hypotheses."""
-        grown = []
-        for i, block in enumerate(self.blocks):
-            x, cache = block.step(
+        at the new positions; the cache's ``select_rows`` reorders or copies hypotheses."""
+        cache.append(x.shape[1])
+        module = 0
+        for block in self.blocks:
+            x = block.step(
                 x,
                 mask,
-                None if caches is None else caches[i],
+                cache,
+                module,
                 compose=compose,
                 relative=relative,
                 position_table=position_table,
                 kernel=kernel,
             )
-            grown.append(cache)
-        return self.final_norm(x), grown
+            module += len(block.attention_modules)
+        return self.final_norm(x)
 
 
-def select_cache_rows(caches: list[KeyCache] | None, rows: Tensor) -> list[KeyCache] | None:
-    """Incremental decoding: row ``i`` of every cache becomes a copy of row ``rows[i]``."""
-    if caches is None:
-        return None
-    return [[(k.index_select(0, rows), v.index_select(0, rows)) for k, v in cache] for cache in caches]
-
-
-def padding_last_order(position: Tensor, slots: int) -> Tensor:
-    """``[B, slots]``: per row, its held slots (``position ≥ 0``) in order, then padding slots."""
-    return torch.sort((position < 0).int(), dim=1, stable=True).indices[:, :slots]
-
-
-def gather_cache_slots(caches: list[KeyCache] | None, order: Tensor) -> list[KeyCache] | None:
-    """Keys and values ``[B, H, K, d]`` reordered along ``K`` by ``order`` ``[B, slots]``."""
-    if caches is None:
-        return None
-
-    def gather(t: Tensor) -> Tensor:
-        return t.gather(2, order[:, None, :, None].expand(-1, t.shape[1], -1, t.shape[3]))
-
-    return [[(gather(k), gather(v)) for k, v in cache] for cache in caches]
+def live_first_order(live: Tensor, slots: int) -> Tensor:
+    """``[B, slots]``: per row, the indices of its live slots (``live`` ``[B, S]``) in order, then
+    of the others (padding, or keys no later position attends)."""
+    return torch.sort((~live).int(), dim=1, stable=True).indices[:, :slots]
 
 
 def next_memory(memories: list[Tensor] | None, layer_inputs: list[Tensor], source: Tensor) -> list[Tensor]:

@@ -250,7 +250,8 @@ def mask_checker(model: ActionLM, gold, open_start):
 
     def check(decoder, rows):
         got = decoder.row_mask()
-        for row, t in enumerate(rows):
+        for prefix, t in enumerate(rows):
+            row = int(decoder._row[prefix])  # where the decoder holds the prefix
             own = decoder._position[row] >= 0
             newest = int(decoder._length[row]) - 1
             assert torch.equal(decoder._position[row][own], torch.arange(newest + 1))

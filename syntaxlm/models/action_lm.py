@@ -525,8 +525,9 @@ class ActionLMDecoder(Decoder):
     def start(self, n: int) -> None:
         if n < 0:
             raise ValueError(f"the number of prefixes must be at least 0, got {n}")
-        self.length, self._padded = 1, False
+        self.length, self._padded, self._hidden = 1, False, None
         self._cache = self.model.transformer.key_value_cache(n)
+        self._row = torch.arange(n, device=self.device)  # where each prefix is held
         self._position = torch.zeros(n, 1, dtype=torch.long, device=self.device)  # <s> at position 0
         self._length = torch.ones(n, dtype=torch.long, device=self.device)
         if self.masked:
@@ -540,7 +541,7 @@ class ActionLMDecoder(Decoder):
     def logits(self, rows: Tensor | None = None) -> Tensor:
         if self._hidden is None:
             raise RuntimeError("call start(n) before logprobs()")
-        hidden = self._hidden if rows is None else self._hidden[rows]
+        hidden = self._hidden[self._row if rows is None else self._row[rows]]
         with torch.no_grad():
             return self.model.lm_logits(hidden).float()
 
@@ -552,16 +553,19 @@ class ActionLMDecoder(Decoder):
         kept = tokens == KEEP
         bad_parent = (parents < 0) | (parents >= n)
         bad_token = ((tokens < 0) & ~kept) | (tokens >= vocab_size)
-        safe_parents = parents.clamp(0, max(n - 1, 0))
-        run_tokens = torch.where(kept | bad_token, PAD_ID, tokens)  # a kept prefix runs padding
-        length = self._length[safe_parents]
+        rows = self._row[parents.clamp(0, max(n - 1, 0))]
+        run_tokens = torch.where(kept | bad_token, PAD_ID, tokens)
+        length = self._length[rows]
         too_long = ~kept & (length >= self.model.config.max_length)
         nothing_open = torch.zeros_like(kept)
         if self.masked:
-            new_open_start, nothing_open = self._next_open_start(safe_parents, run_tokens, length)
+            new_open_start, nothing_open = self._next_open_start(rows, run_tokens, length)
+        # Inside, the prefixes that move come first, so that they make the network's batch.
+        order = torch.argsort(kept.int(), stable=True)
+        held = rows[order]
         same = kept.new_zeros(())
         if len(parents) == n:
-            same = (parents == torch.arange(n, device=self.device)).all()
+            same = (held == torch.arange(n, device=self.device)).all()
         # One transfer from the device for everything decided on the host.
         flags = torch.stack(
             [
@@ -570,7 +574,7 @@ class ActionLMDecoder(Decoder):
                 too_long.any(),
                 nothing_open.any(),
                 same,
-                kept.any(),
+                kept.sum(),
                 F.pad(length, (0, 1)).amax(),  # the longest prefix selected (0 if none)
                 F.pad(length + ~kept, (0, 1)).amax(),  # ... after this step
             ]
@@ -581,7 +585,7 @@ class ActionLMDecoder(Decoder):
             any_too_long,
             any_nothing_open,
             same,
-            any_kept,
+            n_kept,
             longest,
             longest_after,
         ) = flags
@@ -602,8 +606,11 @@ class ActionLMDecoder(Decoder):
                 f"prefix {first}: a closer with no open constituent", action=int(length[first]) - 1
             )
 
+        kept, run_tokens, length = kept[order], run_tokens[order], length[order]
+        self._row = torch.empty_like(order)
+        self._row[order] = torch.arange(len(order), device=self.device)
         if not same:
-            self._select(safe_parents)
+            self._select(held)
         if self._position.shape[1] - longest > max(16, longest // 4):  # as TGDecoder
             self._compact(int(longest))
         # The new slot: the token at its prefix's next position, or padding for a kept prefix.
@@ -613,10 +620,10 @@ class ActionLMDecoder(Decoder):
             if self._open_start.shape[1] <= longest:
                 self._open_start = F.pad(self._open_start, (0, 1), value=-1)
             # A kept prefix writes past its end, where its next position will write again.
-            self._open_start = self._open_start.scatter(1, length[:, None], new_open_start[:, None])
-        self._padded = self._padded or bool(any_kept)
+            self._open_start = self._open_start.scatter(1, length[:, None], new_open_start[order, None])
+        self._padded = self._padded or n_kept > 0
         self.length = int(longest_after)
-        self._run(run_tokens, kept if any_kept else None)
+        self._run(run_tokens[: len(order) - n_kept])
 
     def row_mask(self) -> Tensor:
         """``True`` = may attend, for the newest position of every prefix over the ``S`` slots held:
@@ -634,25 +641,29 @@ class ActionLMDecoder(Decoder):
         # A padding slot (position −1) lies in every row's causal past: masked out here.
         return masks & (self._position >= 0)[:, None, None, :] if self._padded else masks
 
-    def _run(self, tokens: Tensor, kept: Tensor | None = None) -> None:
-        """The network on the newest slot of every prefix, ``tokens`` at the slot's position; a kept
-        prefix (``kept``) runs a padding slot, whose output is dropped."""
+    def _run(self, tokens: Tensor) -> None:
+        """The network on the newest slot of the first ``len(tokens)`` prefixes held, ``tokens``
+        at the slot's position (the other prefixes, kept, get a padding slot)."""
         model = self.model
-        if len(tokens) == 0:  # no prefixes: nothing to run (the blocks take no empty batch)
-            self._hidden = model.token_embedding.weight.new_zeros(0, model.config.d_model)
-            self._cache = model.transformer.key_value_cache(0)
+        if len(tokens) == 0:  # nothing moves: nothing to run (the blocks take no empty batch)
+            self._cache.append(1)
+            if self._hidden is None:
+                self._hidden = model.token_embedding.weight.new_zeros(0, model.config.d_model)
             return
-        position = self._position[:, -1].clamp(min=0)  # a padding slot runs at 0; never attended
+        moving = slice(0, len(tokens))
+        position = self._position[moving, -1]
         x = model.token_embedding(tokens[:, None]) + model.position_embedding(position)[:, None]
         with torch.no_grad(), _evaluating(model):
             hidden = model.transformer.step(
                 model.embedding_dropout(x),
-                self.row_mask(),
+                self.row_mask()[moving],
                 self._cache,
                 kernel="math" if self.device.type == "cpu" else "sdpa",
             )
-        hidden = hidden[:, 0]
-        self._hidden = hidden if kept is None else torch.where(kept[:, None], self._hidden, hidden)
+        if self._hidden is None or len(self._hidden) == len(tokens):
+            self._hidden = hidden[:, 0]
+        else:
+            self._hidden[moving] = hidden[:, 0]
 
     def _next_open_start(self, parents: Tensor, tokens: Tensor, length: Tensor) -> tuple[Tensor, Tensor]:
         """``open_start`` of the new position after each token (class docstring), and which tokens

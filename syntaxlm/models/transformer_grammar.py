@@ -412,6 +412,7 @@ class TGDecoder(Decoder):
             raise ValueError(f"the number of prefixes must be at least 0, got {n}")
         device = self.model.device
         self._cache = self.model.transformer.key_value_cache(n)
+        self._row = torch.arange(n, device=device)  # where each prefix is held
         self._length = torch.ones(n, dtype=torch.long, device=device)
         # <s> is position 0, at depth 0, on the stack for good.
         self._position = torch.zeros(n, 1, dtype=torch.long, device=device)
@@ -434,7 +435,7 @@ class TGDecoder(Decoder):
     def logits(self, rows: Tensor | None = None) -> Tensor:
         model = self.model
         weight = model.embedding.weight if model.output is None else model.output.weight
-        hidden = self._hidden if rows is None else self._hidden[rows]
+        hidden = self._hidden[self._row if rows is None else self._row[rows]]
         return F.linear(hidden, weight, model.output_bias).float()
 
     @torch.no_grad()
@@ -453,24 +454,28 @@ class TGDecoder(Decoder):
             return
         if n == 0:
             raise IndexError("advance on a decoder that holds no prefixes; call start(n) first")
-        # A kept prefix runs a padding token whose positions are dropped and whose output is not used.
+        # A kept prefix gets a padding slot; the network runs on the others only.
         kept = tokens == KEEP
         tokens = torch.where(kept, PAD_ID, tokens)
         vocab_size = len(self._is_closer)
         safe = parents.clamp(0, n - 1)
         closer = self._is_closer[tokens.clamp(0, vocab_size - 1)]
-        n_open = self._open.sum(dim=1)[safe]
-        composes = closer & self.duplicates_closers  # the tokens that get a COMPOSE copy
-        identity = (parents == torch.arange(n, device=device)).all() if m == n else torch.tensor(False)
+        rows = self._row[safe]
+        n_open = self._open.sum(dim=1)[rows]
+        # Inside, the prefixes that move come first, so that they make the network's batch.
+        order = torch.argsort(kept.int(), stable=True)
+        held = rows[order]
+        identity = (held == torch.arange(n, device=device)).all() if m == n else torch.tensor(False)
         # One transfer from the device for everything decided on the host.
-        bad_parent, bad_token, unopened, two_positions, live, same = torch.stack(
+        bad_parent, bad_token, unopened, two_positions, live, same, n_kept = torch.stack(
             [
                 (parents != safe).any(),
                 ((tokens < 0) | (tokens >= vocab_size)).any(),
                 (closer & (n_open == 0)).any(),
-                composes.any(),
-                self._on_stack.sum(dim=1)[safe].amax(),
+                (closer & self.duplicates_closers).any(),
+                self._on_stack.sum(dim=1)[rows].amax(),
                 identity.to(device),
+                kept.sum(),
             ]
         ).tolist()
         if bad_parent:
@@ -484,9 +489,12 @@ class TGDecoder(Decoder):
                 f"{token!r} closes a constituent but none is open in prefix {int(parents[i])} "
                 f"(new hypothesis {i})"
             )
-        previous_hidden = self._hidden
+        tokens, kept, closer, n_open = tokens[order], kept[order], closer[order], n_open[order]
+        composes = closer & self.duplicates_closers  # the tokens that get a COMPOSE copy
+        self._row = torch.empty_like(order)
+        self._row[order] = torch.arange(m, device=device)
         if not same:
-            self._select(parents)
+            self._select(held)
         slots = self._position.shape[1]
         if slots - live > max(16, live // 4):
             self._compact(int(live))
@@ -517,8 +525,14 @@ class TGDecoder(Decoder):
         query_coordinate = self._coordinate(position[:, keep], new_depth[:, keep])
         key_coordinate = torch.cat([self._coordinate(self._position, self._depth), query_coordinate], dim=1)
         compose = torch.stack([composes, not_any], dim=1)[:, keep]
-        hidden = self._run(inputs[:, keep], mask[:, None], query_coordinate, key_coordinate, compose)
-        self._hidden = torch.where(kept[:, None], previous_hidden[safe], hidden)
+        moving = slice(0, m - n_kept)
+        self._hidden[moving] = self._run(
+            inputs[moving, keep],
+            mask[moving, None],
+            query_coordinate[moving],
+            key_coordinate[moving],
+            compose[moving],
+        )
 
         closed = (slot == opener_slot[:, None]) & closer[:, None]
         opened = torch.stack([not_any, self._is_opener[tokens]], dim=1)[:, keep]
@@ -536,8 +550,12 @@ class TGDecoder(Decoder):
         return depth if self.model.config.position_kind == "depth" else position
 
     def _run(self, inputs, mask, query_coordinate, key_coordinate, compose) -> Tensor:
-        """The network on new positions ``[n, Q]`` after the cached ones; the last one's output."""
+        """The network on new positions ``[B, Q]`` of the first ``B`` prefixes held, after their
+        cached ones (the other prefixes get ``Q`` empty slots); the last position's output."""
         model = self.model
+        if len(inputs) == 0:
+            self._cache.append(inputs.shape[1])
+            return self._hidden[:0]
         relative = position_table = None
         if model.relative_positions is not None:
             distance = query_coordinate[:, :, None] - key_coordinate[:, None, :]
@@ -557,8 +575,8 @@ class TGDecoder(Decoder):
         return hidden[:, -1]
 
     def _select(self, parents: Tensor) -> None:
-        """Hypothesis ``i`` becomes a copy of ``parents[i]``."""
-        for name in ("_length", "_position", "_depth", "_on_stack", "_open"):
+        """Held row ``i`` becomes a copy of held row ``parents[i]``."""
+        for name in ("_hidden", "_length", "_position", "_depth", "_on_stack", "_open"):
             setattr(self, name, getattr(self, name).index_select(0, parents))
         self._cache.select_rows(parents)
 

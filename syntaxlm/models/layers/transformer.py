@@ -47,15 +47,17 @@ class KeyValueCache:
         return self._held[module, 0], self._held[module, 1]
 
     def append(self, slots: int) -> None:
-        """``slots`` more slots for every row, at the end; ``write`` fills them."""
+        """``slots`` more slots for every row, at the end, zero until ``write`` fills them."""
         self._settle(self.slots + slots)
+        self._held[:, :, :, :, self.slots - slots :] = 0
 
     def write(self, module: int, keys: Tensor, values: Tensor) -> None:
-        """One module's keys and values ``[rows, H, Q, d_head]`` of the last ``Q`` slots."""
+        """One module's keys and values ``[B, H, Q, d_head]`` of the last ``Q`` slots of the first
+        ``B`` rows."""
         self._settle(self.slots)
-        new = slice(self.slots - keys.shape[2], self.slots)
-        self._held[module, 0, :, :, new] = keys
-        self._held[module, 1, :, :, new] = values
+        rows, new = slice(0, keys.shape[0]), slice(self.slots - keys.shape[2], self.slots)
+        self._held[module, 0, rows, :, new] = keys
+        self._held[module, 1, rows, :, new] = values
 
     def select_rows(self, rows: Tensor) -> None:
         """Row ``i`` becomes a copy of row ``rows[i]`` (carried out with the next copy)."""
@@ -171,13 +173,15 @@ class Block(nn.Module):
         **attention,
     ) -> Tensor:
         """The block on new positions ``x`` ``[B, Q, d]``, which fill the last ``Q`` slots of the
-        ``cache`` (its modules from ``first_module`` on): their keys and values are written there,
-        and the positions attend over every slot. ``mask`` is ``[B, 1|H, Q, slots]``."""
+        first ``B`` rows of the ``cache`` (its modules from ``first_module`` on): their keys and
+        values are written there, and the positions attend over their row's slots. ``mask`` is
+        ``[B, 1|H, Q, slots]``."""
         h = self.attention_norm(x) if self.pre_ln else x
         keys = []
         for i, module in enumerate(self.attention_modules):
             cache.write(first_module + i, *module.keys_values(h))
-            keys.append(cache.keys_values(first_module + i))
+            k, v = cache.keys_values(first_module + i)
+            keys.append((k[: len(x)], v[: len(x)]))
         return self._residuals(x, self._attend(h, mask, compose, None, attention, keys=keys))
 
 
@@ -239,8 +243,9 @@ class TransformerStack(nn.Module):
         compose: Tensor | None = None,
         kernel: Kernel = "auto",
     ) -> Tensor:
-        """Incremental decoding: new positions ``x`` ``[B, Q, d]`` after the ``K`` cached ones
-        (``key_value_cache``), whose keys and values join the cache; ``mask`` and ``relative`` are
+        """Incremental decoding: new positions ``x`` ``[B, Q, d]`` after the ``K`` cached ones of
+        the first ``B`` rows of the cache (``key_value_cache``), whose keys and values join it (the
+        other rows get ``Q`` zero slots, for their masks to exclude); ``mask`` and ``relative`` are
         ``[B, ., Q, K + Q]`` over cached then new positions. Equals ``forward`` on the whole sequence
         at the new positions; the cache's ``select_rows`` reorders or copies hypotheses."""
         cache.append(x.shape[1])

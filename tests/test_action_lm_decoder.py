@@ -190,6 +190,22 @@ def test_decoder_restarts_and_changes_size(data):
 # --- kept prefixes (KEEP) --------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("name", ["lm", "plm-mask"])
+def test_a_step_that_keeps_every_prefix_changes_nothing(data, name):
+    model = make_model(name, data)
+    decoder = model.decoder()
+    decoder.start(3)
+    decoder.advance(torch.tensor([0, 1, 2]), torch.tensor([5, KEEP, 6]))
+    before = decoder.logprobs()
+    decoder.advance(torch.tensor([2, 0, 1]), torch.tensor([KEEP, KEEP, KEEP]))
+    torch.testing.assert_close(decoder.logprobs(), before[[2, 0, 1]], atol=0, rtol=0)
+    decoder.advance(torch.tensor([1, 0]), torch.tensor([7, KEEP]))
+    if name == "lm":
+        expected = full_logprobs(model, torch.tensor([[BOS_ID, 5, 7]]), None)[0, -1]
+        torch.testing.assert_close(decoder.logprobs()[0], expected, atol=1e-5, rtol=0)
+    torch.testing.assert_close(decoder.logprobs()[1], before[2], atol=0, rtol=0)
+
+
 def decode_with_waits(
     model: ActionLM, gold, lengths, waits, *, on_advance=None
 ) -> list[list[list[torch.Tensor]]]:

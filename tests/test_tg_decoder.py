@@ -187,6 +187,47 @@ def test_padding_slots_are_dropped(data):
     assert any(later[0] < earlier[0] for earlier, later in itertools.pairwise(widths))
 
 
+@pytest.mark.parametrize("variant", ["tg", "txl-trees"])
+def test_popped_positions_are_dropped_so_the_keys_follow_the_stack(data, variant):
+    """Only the stack is attended again: after many COMPOSEs a TG hypothesis holds about its
+    stack's slots (plus at most the compaction's slack), far fewer than its sequence; TXL (trees)
+    pops nothing and holds its whole sequence."""
+    model = _model(data, variant)
+    tokens, expected = _gold(model, [parse_tree("(S " + "(NP the dog) " * 16 + ")")])
+    decoder = model.decoder()
+    advance, widths = decoder.advance, []
+
+    def watched(parents, ids):
+        advance(parents, ids)
+        if decoder.size:
+            stack = int(decoder._on_stack.sum(dim=1).max())
+            widths.append((decoder._position.shape[1], stack, int(decoder._length.max())))
+
+    decoder.advance = watched
+    _check(_decode(decoder, tokens, shuffle=False), expected, 1)
+    slots, _, length = widths[-1]
+    if variant == "tg":
+        # Compaction leaves at most max(16, stack // 4) spare slots; a step then adds two and its
+        # COMPOSE pops three of this tree's positions (NP, the, dog) for one.
+        assert all(s <= k + max(16, k // 4) + 4 for s, k, _ in widths)
+        assert slots < length / 2
+    else:
+        assert slots == length
+
+
+def test_a_step_that_keeps_every_prefix_changes_nothing(data):
+    model = _model(data, "tg")
+    vocab = data["word"]
+    decoder = model.decoder()
+    decoder.start(3)
+    decoder.advance(torch.tensor([0, 1, 2]), torch.tensor([vocab.index("(S"), vocab.index("(S"), KEEP]))
+    before = decoder.logprobs()
+    decoder.advance(torch.tensor([2, 0, 1]), torch.tensor([KEEP, KEEP, KEEP]))
+    torch.testing.assert_close(decoder.logprobs(), before[[2, 0, 1]], atol=0, rtol=0)
+    decoder.advance(torch.tensor([1, 2]), torch.tensor([vocab.index("the"), KEEP]))
+    torch.testing.assert_close(decoder.logprobs()[1], before[1], atol=0, rtol=0)
+
+
 def test_decoding_a_training_model_uses_eval_mode_and_keeps_its_mode(data):
     model = _model(data, "tg", dropout=0.5)
     tokens, expected = _gold(model, data["trees"][:2])

@@ -536,6 +536,14 @@ def eval_sg(
     action_beam: Annotated[int, typer.Option(help="Beam search: action beam.")] = 100,
     word_beam: Annotated[int, typer.Option(help="Beam search: word beam.")] = 10,
     fast_track: Annotated[int, typer.Option(help="Beam search: fast-track states per round.")] = 5,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="--model: score the suites in this many processes, sharing the CPU threads "
+            "(on 2 cores, 2 workers score ~1.2x faster than 1).",
+        ),
+    ] = 1,
     as_json: JsonOption = False,
     out: Annotated[
         Path | None,
@@ -570,7 +578,7 @@ def eval_sg(
     options = {"method": scorer.method} | beam_options(scorer)
     inputs = {"model": model / "model.safetensors"}
     results = {}
-    for path, result in suite_results(scorer, paths, progress=True):
+    for path, result in suite_results(scorer, paths, progress=True, workers=workers):
         suite_inputs = {"suite": path} | inputs
         if len(paths) == 1:
             _emit("syntaxgym", result, as_json, out, format_suite_result(result), suite_inputs, options)

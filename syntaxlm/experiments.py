@@ -102,19 +102,64 @@ def beam_options(scorer) -> dict[str, Any]:
 
 
 def suite_results(
-    scorer, suite_paths: Sequence[Path], *, progress: bool = False
+    scorer, suite_paths: Sequence[Path], *, progress: bool = False, workers: int = 1
 ) -> Iterator[tuple[Path, dict]]:
     """Per suite file, its SyntaxGym result (``evaluate_suite``'s JSON plus the tokenisation warnings
-    and the scoring method). Every suite is read and checked before the model scores any."""
-    from syntaxlm.eval.syntaxgym import evaluate_suite, load_suite, suite_region_values
+    and the scoring method), in the order given. Every suite is read and checked before the model
+    scores any. With ``workers`` > 1 the suites are scored in that many processes, each with its
+    share of the CPU threads (same results: each suite is scored as alone)."""
+    from syntaxlm.eval.syntaxgym import load_suite
+
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    suites = [load_suite(path) for path in suite_paths]
+    if workers == 1 or len(suites) < 2:
+        for path, suite in zip(suite_paths, suites, strict=True):
+            yield path, _suite_result(scorer, suite, progress)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import torch
+    from tqdm import tqdm
+
+    threads = max(1, torch.get_num_threads() // workers)
+    with ProcessPoolExecutor(
+        min(workers, len(suites)),
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_start_suite_worker,
+        initargs=(scorer, threads),
+    ) as pool:
+        done = pool.map(_score_suite_in_worker, suites)
+        for path, result in tqdm(
+            zip(suite_paths, done), total=len(suites), desc="suites", unit="suite", disable=not progress
+        ):
+            yield path, result
+
+
+def _suite_result(scorer, suite, progress: bool) -> dict:
+    from syntaxlm.eval.syntaxgym import evaluate_suite, suite_region_values
     from syntaxlm.inference.scorer import syntaxgym_scorer
 
-    suites = [load_suite(path) for path in suite_paths]
     token_scorer, convention = syntaxgym_scorer(scorer)
+    values = suite_region_values(suite, token_scorer, convention, progress=progress)
     options = {"method": scorer.method} | beam_options(scorer)
-    for path, suite in zip(suite_paths, suites, strict=True):
-        values = suite_region_values(suite, token_scorer, convention, progress=progress)
-        yield path, {**evaluate_suite(suite, values.values).to_json(), "warnings": values.warnings, **options}
+    return {**evaluate_suite(suite, values.values).to_json(), "warnings": values.warnings, **options}
+
+
+_worker_scorer = None  # the scorer of a suite worker process (``suite_results``)
+
+
+def _start_suite_worker(scorer, threads: int) -> None:
+    import torch
+
+    global _worker_scorer
+    torch.set_num_threads(threads)
+    _worker_scorer = scorer
+
+
+def _score_suite_in_worker(suite) -> dict:
+    return _suite_result(_worker_scorer, suite, False)
 
 
 def _tree_words(tree) -> list[str]:

@@ -136,3 +136,25 @@ def test_eval_sg_with_a_saved_model(tmp_path):
     assert saved["options"]["method"] == "exact"  # "auto" resolved: txl-terminals reads words only
     neither = run("eval", "sg", suite)
     assert neither.returncode == 2 and "one of --region-values and --model" in neither.stderr
+
+
+def test_eval_sg_in_worker_processes_gives_the_results_of_one_process(tmp_path):
+    from syntaxlm.data.synthetic import write_synthetic_treebank
+    from syntaxlm.models import build_model
+    from syntaxlm.text.build import build_vocabulary
+
+    write_synthetic_treebank(tmp_path / "data", sentences=200, seed=0)
+    suites = sorted((tmp_path / "data" / "suites").glob("*.json"))[:3]
+    vocab = build_vocabulary(tmp_path / "data" / "train.trees", tmp_path / "vocab", min_freq=1)
+    config = {"model": "tg", "d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 16}
+    build_model(config, {"vocab": vocab}).save_pretrained(tmp_path / "model")
+    beam = ["--action-beam", "6", "--word-beam", "2", "--fast-track", "1"]
+    outputs = {}
+    for workers in ("1", "2"):
+        out = tmp_path / f"sg-{workers}"
+        result = run(
+            "eval", "sg", *suites, "--model", tmp_path / "model", *beam, "--workers", workers, "--out", out
+        )
+        assert result.returncode == 0, result.stderr
+        outputs[workers] = {path.name: json.loads(path.read_text())["result"] for path in out.glob("*.json")}
+    assert len(outputs["1"]) == 3 and outputs["2"] == outputs["1"]

@@ -490,13 +490,15 @@ class ActionLMDecoder(Decoder):
     Every call appends one slot to every prefix. A token sits there at its prefix's own next
     position (with that position's embedding); a ``KEEP`` token leaves its prefix as it was, and its
     slot is padding, never attended (``supports_keep``, as in ``TGDecoder``), so prefixes of
-    different lengths grow side by side. A position attends to its own prefix's positions (causal),
-    for plm-mask head by head as ``attention_head_masks`` says for its position and ``open_start``.
-    Padding slots are dropped when they pile up, so the slots stay close to the longest prefix.
+    different lengths grow side by side. The prefixes that move are held first (``_row`` maps the
+    caller's order to the held one) and only they run through the network. A position attends to
+    its own prefix's positions (causal), for plm-mask head by head as ``attention_head_masks`` says
+    for its position and ``open_start``. Padding slots are dropped when they pile up, so the slots
+    stay close to the longest prefix.
 
     The network runs without gradients and with dropout off, whatever mode the model is in. Each
     step costs one position: attention over the ``S`` slots held, ``O(n·S·d)``, plus the
-    position's own ``O(n·d²)`` (and ``O(n·d·V)`` for ``logprobs``).
+    position's own ``O(n·d²)`` (and ``O(n·d·V)`` for ``logits``).
     """
 
     supports_keep = True

@@ -383,12 +383,13 @@ class TGDecoder(Decoder):
     when they pile up: the keys held per hypothesis are about its stack, not its whole sequence
     (all of it for TXL (trees), which pops nothing). Relative positions are per hypothesis (depth
     differences, or differences of sequence positions). A ``KEEP`` token leaves its prefix as it
-    was (a padding slot).
+    was (a padding slot). The hypotheses that move are held first (``_row`` maps the caller's order
+    to the held one), and only they run through the network.
 
     Whole sequences are held, without segments: a sequence longer than ``segment_length`` is
     decoded as the model scores it with ``memory_length`` at least the sequence's length. The
-    network runs in eval mode, without gradients, with the SDPA kernel (the keys grow by one or
-    two each step, which FlexAttention would recompile for). The decoder does not check the
+    network runs in eval mode, without gradients, with the ``math`` attention kernel on the CPU and
+    SDPA elsewhere (the keys grow by one or two each step, which FlexAttention would recompile for). The decoder does not check the
     grammar (the search does) except that a closer needs an open constituent.
     """
 

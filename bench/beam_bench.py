@@ -6,7 +6,7 @@ shape of the beam does), the beam (action 100, word 10, fast track 5) scores dev
 synthetic treebank:
 
 - ``incremental``: the search as the library runs it, hypotheses held by the model's ``Decoder``
-  (how: ``prefixes``, ``keep`` or ``cohorts``), one ``logprobs``/``advance`` per decoder per round;
+  (how: ``prefixes``, ``keep`` or ``cohorts``), one ``logits``/``advance`` per decoder per round;
 - two baselines that re-encode, at every expansion round, every prefix being expanded from
   ``<s>`` (the authors' cost model): ``naive_per_prefix`` restarts a decoder and re-feeds the whole
   prefix for each hypothesis (the authors' unbatched path); ``naive_batched`` re-feeds the

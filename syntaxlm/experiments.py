@@ -112,6 +112,10 @@ def suite_results(
 
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
+    if workers > 1 and scorer.model.device.type != "cpu":
+        raise ValueError(
+            f"workers share the CPU's threads; a model on {scorer.model.device.type} scores in one process"
+        )
     suites = [load_suite(path) for path in suite_paths]
     if workers == 1 or len(suites) < 2:
         for path, suite in zip(suite_paths, suites, strict=True):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -196,6 +198,24 @@ def test_loading_weights_of_another_shape_names_the_tensor(vocab, tmp_path):
     config = (tmp_path / "a" / "config.json").read_text().replace('"d_ff": 64', '"d_ff": 128')
     (tmp_path / "a" / "config.json").write_text(config)
     with pytest.raises(ModelFileError, match=r"shape mismatch .*ff\.0\.weight"):
+        load_model(tmp_path / "a")
+
+
+@pytest.mark.parametrize(
+    "vocabularies, message",
+    [
+        (["ocab"], "names the vocabulary 'ocab', but the model folder has no folder 'ocab'"),
+        (["../vocab"], "names the vocabulary '../vocab'"),
+        ("vocab", "vocabularies: 'vocab'; expected a list of the folder's vocabulary folders"),
+        ([], "a tg model needs the vocabulary 'vocab', which is not among the vocabularies named"),
+    ],
+)
+def test_a_config_naming_the_wrong_vocabularies_is_a_located_error(tmp_path, vocab, vocabularies, message):
+    _model(vocab, "tg", d_model=32).save_pretrained(tmp_path / "a")
+    document = json.loads((tmp_path / "a" / "config.json").read_text())
+    document["vocabularies"] = vocabularies
+    (tmp_path / "a" / "config.json").write_text(json.dumps(document))
+    with pytest.raises(ModelFileError, match="config.json: " + re.escape(message)):
         load_model(tmp_path / "a")
 
 

@@ -85,7 +85,16 @@ def load_model(folder: str | Path, *, map_location: str = "cpu") -> SyntacticLM:
         saved_with = metadata.get(CONFIG_SHA256)
         if attempt or saved_with is None or saved_with == document_sha256(document):
             break
-    model = cls(config, vocabularies)
+    try:
+        model = cls(config, vocabularies)
+    except KeyError as missing:
+        if not missing.args or missing.args[0] in vocabularies:
+            raise
+        raise ModelFileError(
+            f"a {config.model} model needs the vocabulary {missing.args[0]!r}, which is not among the "
+            f"vocabularies named ({', '.join(vocabularies) or 'none'})",
+            path=folder / "config.json",
+        ) from None
     model.load_weights(tensors, source=str(folder / "model.safetensors"))
     return model.to(map_location).eval()
 

@@ -366,6 +366,16 @@ def read_model_config(folder: str | Path) -> dict[str, Any]:
     document = read_json(path, ModelFileError, expected="a saved model config")
     if not isinstance(document, dict) or not isinstance(document.get("config"), dict):
         raise ModelFileError("not a saved model config", path=path, expected='{"config": {...}}')
+    names = document.get("vocabularies", [])
+    if not isinstance(names, list) or not all(isinstance(name, str) and name for name in names):
+        raise ModelFileError(
+            f"vocabularies: {names!r}", path=path, expected="a list of the folder's vocabulary folders"
+        )
+    for name in names:
+        if Path(name).name != name or name in (".", "..") or not (Path(folder) / name).is_dir():
+            raise ModelFileError(
+                f"names the vocabulary {name!r}, but the model folder has no folder {name!r}", path=path
+            )
     return document
 
 

@@ -1250,6 +1250,13 @@ def train_command(
             f"best validation loss {best} nats/token at step {result.best_step} (model in {out / 'best'}); "
             f"last {last}; unigram baseline {result.unigram_valid_loss:.4f}"
         )
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        # The run is over and its files are written. Leave without the interpreter's teardown, in
+        # which gloo's threads now and then abort a finished process ("terminate called without an
+        # active exception", SIGABRT) and torchrun reports the whole run as failed.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 # -- quickstart -------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ WORKER = textwrap.dedent(
     result = train(load_config(sys.argv[1]), sys.argv[2], progress=False)
     state = {name: value.contiguous() for name, value in result.model.state_dict().items()}
     save_file(state, os.path.join(sys.argv[2], f"rank{os.environ['RANK']}.safetensors"))
+    os._exit(0)  # as `syntaxlm train` under torchrun: gloo's threads may abort the interpreter's teardown
     """
 )
 

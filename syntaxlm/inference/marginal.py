@@ -93,14 +93,13 @@ def sequence_logprobs(
     states = ParserStates.start(1)
     renormalise = renormalise and space.tree
     decoder.start(1)
-    device = decoder.logits().device
 
     def step(tokens: np.ndarray, parents: np.ndarray) -> np.ndarray:
         """Log-probabilities of ``tokens`` after the held prefixes ``parents``, then advance."""
         nonlocal states
-        rows = torch.as_tensor(parents, device=device)
-        tokens_t = torch.as_tensor(tokens, device=device)
-        logits = decoder.logits(rows)
+        logits = decoder.logits(torch.as_tensor(parents))
+        rows = torch.as_tensor(parents, device=logits.device)
+        tokens_t = torch.as_tensor(tokens, device=logits.device)
         picked = logits.gather(1, tokens_t[:, None])[:, 0].double().cpu().numpy()
         states = states.take(parents)
         allowed = space.allowed(states, stacks) if renormalise else None

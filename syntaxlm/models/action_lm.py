@@ -51,7 +51,7 @@ from torch import Tensor, nn
 from syntaxlm.data.batching import Batch, RowCorpus, pad_rows
 from syntaxlm.errors import ActionSequenceError, TreeError
 from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM, missing_symbols
-from syntaxlm.models.decoding import KEEP, ActionGrammar, Decoder, symbol_ids
+from syntaxlm.models.decoding import KEEP, ActionGrammar, Decoder, moving_first, symbol_ids
 from syntaxlm.models.layers.transformer import KeyValueCache, TransformerStack, live_first_order
 from syntaxlm.structure.actions import (
     ActionKind,
@@ -514,6 +514,7 @@ class ActionLMDecoder(Decoder):
         self._kind_of_id = kinds.to(self.device)
         self.length = 0  # positions held by the longest prefix, <s> included
         self._cache: KeyValueCache | None = None
+        self._row: Tensor | None = None  # [n]: the row holding each prefix (moving prefixes first)
         self._position: Tensor | None = None  # [n, S]: each slot's position in its prefix, −1 = padding
         self._length: Tensor | None = None  # [n]: positions held per prefix
         self._open_start: Tensor | None = None  # [n, ≥ length], by position; plm-mask only
@@ -562,8 +563,7 @@ class ActionLMDecoder(Decoder):
         nothing_open = torch.zeros_like(kept)
         if self.masked:
             new_open_start, nothing_open = self._next_open_start(rows, run_tokens, length)
-        # Inside, the prefixes that move come first, so that they make the network's batch.
-        order = torch.argsort(kept.int(), stable=True)
+        order, row = moving_first(kept)
         held = rows[order]
         same = kept.new_zeros(())
         if len(parents) == n:
@@ -609,8 +609,7 @@ class ActionLMDecoder(Decoder):
             )
 
         kept, run_tokens, length = kept[order], run_tokens[order], length[order]
-        self._row = torch.empty_like(order)
-        self._row[order] = torch.arange(len(order), device=self.device)
+        self._row = row
         if not same:
             self._select(held)
         if self._position.shape[1] - longest > max(16, longest // 4):  # as TGDecoder

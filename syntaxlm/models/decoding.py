@@ -29,6 +29,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 from torch import Tensor
 
 from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID, UNK_ID
@@ -70,6 +71,16 @@ class ActionGrammar:
     @property
     def unk_id(self) -> int:
         return UNK_ID
+
+
+def moving_first(kept: Tensor) -> tuple[Tensor, Tensor]:
+    """For a step whose ``kept`` prefixes (``KEEP``) stay as they are, an order of the prefixes
+    with the moving ones first, so that they make the network's batch: ``order[j]`` is the prefix
+    held at row ``j``, and ``row[i]`` the row holding prefix ``i``."""
+    order = torch.argsort(kept.int(), stable=True)
+    row = torch.empty_like(order)
+    row[order] = torch.arange(len(order), device=order.device)
+    return order, row
 
 
 def symbol_ids(vocab) -> frozenset[int]:

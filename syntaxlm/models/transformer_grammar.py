@@ -47,7 +47,7 @@ from torch import Tensor, nn
 from syntaxlm.data.batching import Batch, RowCorpus
 from syntaxlm.errors import ActionSequenceError, SentenceError
 from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM, missing_symbols
-from syntaxlm.models.decoding import KEEP, ActionGrammar, Decoder, symbol_ids
+from syntaxlm.models.decoding import KEEP, ActionGrammar, Decoder, moving_first, symbol_ids
 from syntaxlm.models.layers.attention import Kernel, RelativePositions
 from syntaxlm.models.layers.transformer import TransformerStack, live_first_order, next_memory
 from syntaxlm.structure.tg import (
@@ -463,8 +463,7 @@ class TGDecoder(Decoder):
         closer = self._is_closer[tokens.clamp(0, vocab_size - 1)]
         rows = self._row[safe]
         n_open = self._open.sum(dim=1)[rows]
-        # Inside, the prefixes that move come first, so that they make the network's batch.
-        order = torch.argsort(kept.int(), stable=True)
+        order, row = moving_first(kept)
         held = rows[order]
         identity = (held == torch.arange(n, device=device)).all() if m == n else torch.tensor(False)
         # One transfer from the device for everything decided on the host.
@@ -492,8 +491,7 @@ class TGDecoder(Decoder):
             )
         tokens, kept, closer, n_open = tokens[order], kept[order], closer[order], n_open[order]
         composes = closer & self.duplicates_closers  # the tokens that get a COMPOSE copy
-        self._row = torch.empty_like(order)
-        self._row[order] = torch.arange(m, device=device)
+        self._row = row
         if not same:
             self._select(held)
         slots = self._position.shape[1]

@@ -149,8 +149,7 @@ class Attention(nn.Module):
             additive = self._additive_mask(mask, bias, q)
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=additive, dropout_p=dropout, scale=scale)
         if self.recorded is not None:
-            scores = torch.matmul(q, k.transpose(-1, -2)) * scale + self._additive_mask(mask, bias, q)
-            self.recorded.append(torch.softmax(scores.float(), dim=-1).detach())
+            self.recorded.append(_attention_weights(q.float(), k.float(), mask, bias, scale).detach())
         return self.out(out.transpose(1, 2).reshape(batch, length, -1))
 
     def _additive_mask(self, mask: Tensor, bias: tuple[Tensor, Tensor] | None, q: Tensor) -> Tensor:
@@ -172,13 +171,18 @@ class Attention(nn.Module):
         return t.view(t.shape[0], t.shape[1], self.n_heads, self.d_head).transpose(1, 2)
 
 
-def _math_attention(q, k, v, mask, bias, scale, dropout) -> Tensor:
-    """Scores, softmax and the weighted sum as separate tensor operations (the ``math`` kernel)."""
+def _attention_weights(q, k, mask, bias, scale) -> Tensor:
+    """The attention probabilities ``[B, H, Q, K]``: scores, the position term, the mask, softmax."""
     scores = torch.einsum("bhqd,bhkd->bhqk", q, k) * scale
     if bias is not None:
         per_bucket, relative = bias
-        scores = scores + per_bucket.gather(-1, relative[:, None].expand(scores.shape))
-    weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+        scores = scores + per_bucket.to(scores.dtype).gather(-1, relative[:, None].expand(scores.shape))
+    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+
+
+def _math_attention(q, k, v, mask, bias, scale, dropout) -> Tensor:
+    """Scores, softmax and the weighted sum as separate tensor operations (the ``math`` kernel)."""
+    weights = _attention_weights(q, k, mask, bias, scale)
     weights = F.dropout(weights, dropout) if dropout else weights
     return torch.einsum("bhqk,bhkd->bhqd", weights, v)
 

@@ -323,7 +323,7 @@ def test_sentence_lengths_look_like_newswire(trees):
 
 
 def test_lexicon_size_and_zipfian_word_frequencies(trees):
-    assert len(SyntheticTreebank.word_types()) >= 2000
+    assert len(SyntheticTreebank().word_types()) >= 2000
     counts = Counter(w.lower() for t in trees for w in t.leaves())
     assert len(counts) >= 1500
     ranked = sorted(counts.values(), reverse=True)
@@ -335,11 +335,51 @@ def test_lexicon_size_and_zipfian_word_frequencies(trees):
 
 
 def test_every_word_is_a_word_of_the_grammar(trees):
-    known = SyntheticTreebank.word_types()
+    known = SyntheticTreebank().word_types()
     for tree in trees:
         first, *rest = tree.leaves()
         assert first in known or first[:1].lower() + first[1:] in known, first
         assert set(rest) <= known, set(rest) - known
+
+
+def test_a_restricted_lexicon_keeps_each_class_small_and_the_grammar_whole():
+    from syntaxlm.data.lexicon import Lexicon
+
+    small = Lexicon(12)
+    assert all(len(nouns) <= 12 + 8 for nouns in small.nouns.values())  # + gendered pairs kept whole
+    assert len(small.masculine_nouns) >= 4
+    for masc, fem in zip(small.masculine_nouns, small.feminine_nouns, strict=True):
+        assert masc.partner == fem.singular and {masc, fem} <= set(small.nouns["person"])
+    assert len(small.adjectives) == 12 and len(small.years) == 12
+    # Every verb frame and selection that the full lexicon can fill is still filled.
+    served = lambda senses: {(s.frame, s.subject, s.object, s.reflexive) for s in senses}
+    assert served(small.senses) == served(LEXICON.senses)
+    assert len({s.lemma for s in small.senses}) < 40
+    with pytest.raises(ValueError, match="at least 10"):
+        Lexicon(3)
+
+    bank = SyntheticTreebank(seed=0, lexicon_size=10)
+    known = bank.word_types()
+    assert len(known) < len(SyntheticTreebank().word_types()) / 4
+    trees = bank.trees(300)
+    for tree in trees:
+        first, *rest = tree.leaves()
+        assert first in known or first[:1].lower() + first[1:] in known, first
+        assert set(rest) <= known, set(rest) - known
+    suites = bank.build_suites(40)  # enough distinct items even for the smallest lexicon
+    assert set(suites) == {design.name for design in SUITE_DESIGNS}
+    for suite in suites.values():
+        for item in suite.items:
+            for regions in item.regions.values():
+                first, *rest = " ".join(regions).split()
+                assert first in known or first[:1].lower() + first[1:] in known, first
+                assert set(rest) <= known, set(rest) - known
+
+
+def test_written_treebank_records_its_lexicon_size(tmp_path):
+    manifest = write_synthetic_treebank(tmp_path, sentences=40, seed=0, items_per_suite=1, lexicon_size=15)
+    assert manifest["lexicon_size"] == 15
+    assert manifest["lexicon_word_types"] == len(SyntheticTreebank(lexicon_size=15).word_types())
 
 
 def phenomena(tree: Tree) -> set[str]:
@@ -474,7 +514,7 @@ def test_ungrammatical_conditions_differ_only_in_the_critical_regions(suites):
 
 
 def test_suite_words_are_lexicon_words(suites):
-    known = SyntheticTreebank.word_types()
+    known = SyntheticTreebank().word_types()
     for suite in suites.values():
         for item in suite.items:
             for regions in item.regions.values():

@@ -127,6 +127,28 @@ def test_model_variants_decode_like_the_full_model(data, variant, options):
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
+def test_decoder_gives_the_full_models_logprobs_at_distances_beyond_62(data, variant):
+    """Sequences of several sentences joined, with the tiny recipes' segments (128) and memory
+    (128): TXL's linear distances, up to the length of the sequence, are not clipped at 62 (TG's
+    depths are), and the decoder, holding whole sequences, gives what the full model gives
+    reading the first segment from memory."""
+    picked = data["trees"]
+    joined = [
+        parse_tree("(S " + " ".join(tree.to_bracket() for tree in trees) + ")")
+        for trees in (picked, [picked[2], picked[4]])
+    ]
+    model = _model(data, variant, segment_length=128, memory_length=128)
+    lengths = model.sequences(joined).lengths
+    assert lengths.max() - 1 > 62  # the largest distance, in every variant
+    if variant != "txl-terminals":
+        assert 128 < lengths.max() <= 256  # a second segment, whose memory loses nothing
+    if variant != "tg":
+        assert model.relative_positions.highest >= lengths.max() - 1
+    tokens, expected = _gold(model, joined)
+    _check(_decode(model.decoder(), tokens, shuffle=True), expected, 2)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_kept_prefixes_wait_unchanged_while_others_grow(data, variant):
     """``KEEP`` (beam search's waiting states): each sequence waits every third call, at its own
     phase, so prefixes of different lengths and stack shapes sit side by side; every log-prob

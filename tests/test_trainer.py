@@ -35,6 +35,7 @@ from syntaxlm.train import (
     accumulate_gradients,
     evaluate,
     lr_factor,
+    planned_steps,
     run_config,
     train,
     unigram_loss,
@@ -198,14 +199,21 @@ def read_log(run: Path) -> list[dict[str, str]]:
 
 
 def test_cosine_schedule_warms_up_linearly_then_decays_to_the_floor():
-    config = TrainConfig(warmup_steps=10, max_steps=110, schedule="cosine", min_lr_ratio=0.1)
+    config = TrainConfig(warmup_steps=10, max_steps=111, schedule="cosine", min_lr_ratio=0.1)
     factors = [lr_factor(step, config) for step in range(120)]
     assert factors[0] == pytest.approx(0.1) and factors[4] == pytest.approx(0.5)
     assert factors[9] == pytest.approx(1.0) and factors[10] == pytest.approx(1.0)
     assert all(a <= b for a, b in itertools.pairwise(factors[:10]))  # rising
     assert all(a >= b for a, b in itertools.pairwise(factors[10:111]))  # falling
     assert factors[60] == pytest.approx(0.1 + 0.9 * 0.5)  # half way: the mean of peak and floor
-    assert factors[110] == pytest.approx(0.1) and factors[119] == pytest.approx(0.1)
+    assert factors[110] == pytest.approx(0.1) and factors[119] == pytest.approx(0.1)  # the last step: floor
+
+
+def test_planned_steps_is_the_shorter_of_max_steps_and_epochs():
+    assert planned_steps(TrainConfig(max_steps=500), batches_per_epoch=7) == 500
+    assert planned_steps(TrainConfig(max_steps=500, epochs=3), batches_per_epoch=7) == 21
+    assert planned_steps(TrainConfig(max_steps=500, epochs=3, grad_accum=2), batches_per_epoch=7) == 11
+    assert planned_steps(TrainConfig(max_steps=15, epochs=3), batches_per_epoch=7) == 15
 
 
 def test_inverse_sqrt_and_constant_schedules():
@@ -218,7 +226,7 @@ def test_inverse_sqrt_and_constant_schedules():
     constant = TrainConfig(warmup_steps=0, schedule="constant")
     assert [lr_factor(step, constant) for step in (0, 5, 10**6)] == [1.0, 1.0, 1.0]
     no_warmup = TrainConfig(warmup_steps=0, max_steps=10, schedule="cosine")
-    assert lr_factor(0, no_warmup) == pytest.approx(1.0) and lr_factor(10, no_warmup) == pytest.approx(0.0)
+    assert lr_factor(0, no_warmup) == pytest.approx(1.0) and lr_factor(9, no_warmup) == pytest.approx(0.0)
 
 
 # --- the loss of a step -------------------------------------------------------------------------------
@@ -424,11 +432,17 @@ def test_nan_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(treeban
 
 
 def test_epochs_limit_ends_the_run(treebank, tiny, tmp_path):
-    config = tiny_config(treebank, max_steps=10_000, epochs=2, batch_size=64, eval_every=1000)
+    config = tiny_config(
+        treebank, max_steps=10_000, epochs=2, batch_size=64, eval_every=1000, log_every=1, min_lr_ratio=0.25
+    )
     result = train(config, tmp_path / "run", progress=False)
     _, corpus = _model_and_corpus(treebank)
     assert result.stopped == "epochs" and result.steps == 2 * corpus.n_batches(64)
     assert result.last_valid_loss is not None  # validated at the end
+    # The schedule runs over the steps the epochs allow, not max_steps: the last step is at the floor.
+    rows = [r for r in read_log(tmp_path / "run") if r["lr"]]
+    assert int(rows[-1]["step"]) == result.steps
+    assert float(rows[-1]["lr"]) == pytest.approx(config.train.lr * config.train.min_lr_ratio, rel=1e-4)
 
 
 def test_stream_state_reaches_the_next_batch_and_bf16_runs(treebank, tiny, tmp_path):

@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+import yaml
 
 from syntaxlm.models import ConfigError, ModelFileError, build_model, load_model
+from syntaxlm.models.layers.attention import RelativePositions
 from syntaxlm.models.transformer_grammar import TransformerGrammar
+from syntaxlm.text.base import PAD_ID
 from syntaxlm.text.build import build_vocabulary
 from syntaxlm.trees.ptb import parse_tree
 from tests.test_attention import _reference
@@ -22,6 +26,13 @@ TREES = [
     "(S (NP a cat) (VP sees (NP the blue dog)) .)",
     "(S (VP sings))",
 ]
+# Longer than the tiny recipes' segment of 128 positions (txl-trees: 253 and 180 positions,
+# txl-terminals: 152 and 83), and no longer than segment + memory, so nothing is lost.
+LONG_TREES = [
+    "(S " + " ".join(["(NP the blue dog)"] * 50) + ")",
+    "(S " + " ".join(["(NP a cat) (VP sees (NP the bird))"] * 16) + " .)",
+]
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +51,13 @@ def vocab(tmp_path_factory, trees):
 def _model(vocab, model="tg", seed=0, **options) -> TransformerGrammar:
     torch.manual_seed(seed)
     config = {"model": model, "d_model": 32, "n_layers": 2, "n_heads": 4, "d_ff": 64, "dropout": 0.0}
+    return build_model({**config, **options}, {"vocab": vocab}).eval()
+
+
+def _recipe_model(vocab, name: str, scale: str = "tiny", seed=0, **options) -> TransformerGrammar:
+    """The model of ``configs/<name>-<scale>.yaml`` (eval mode), ``options`` replacing its settings."""
+    config = yaml.safe_load((CONFIGS / f"{name}-{scale}.yaml").read_text())["model"]
+    torch.manual_seed(seed)
     return build_model({**config, **options}, {"vocab": vocab}).eval()
 
 
@@ -74,15 +92,17 @@ def test_compose_at_layer_one_sees_only_the_opener_and_children(vocab, trees):
 
 
 def _reference_txl(model: TransformerGrammar, batch) -> torch.Tensor:
-    """A Transformer-XL forward written out: causal mask, linear relative positions, post-LN."""
+    """A Transformer-XL forward written out over whole sequences: causal mask, relative positions
+    the plain distances i - j (nothing clipped), post-LN."""
     inputs, position = batch["inputs"].long(), batch["position"]
     mask = (position[:, None, :] <= position[:, :, None]) & (position[:, None, :] >= 0)
     mask = mask & (position[:, :, None] >= 0)
     distance = position[:, :, None] - position[:, None, :]
+    unclipped = RelativePositions(model.config.d_model, int(distance.min()), int(distance.max()))
     x = model.embedding(inputs) * math.sqrt(model.config.d_model)
     for block in model.transformer.blocks:
         empty = x[:, :0]
-        attended = _reference(block.attention, x, empty, mask[:, None], distance, model.relative_positions)
+        attended = _reference(block.attention, x, empty, mask[:, None], distance, unclipped)
         x = block.attention_norm(x + attended)
         x = block.ff_norm(x + block.ff(x))
     return torch.nn.functional.linear(x, model.embedding.weight, model.output_bias)
@@ -91,8 +111,8 @@ def _reference_txl(model: TransformerGrammar, batch) -> torch.Tensor:
 @pytest.mark.parametrize("model_name", ["txl-trees", "txl-terminals", "tg"])
 def test_causal_linear_configuration_is_transformer_xl(vocab, trees, model_name):
     """TG's attention given a TXL input (no COMPOSE, nothing popped) and linear positions is TXL."""
-    txl = _model(vocab, "txl-trees" if model_name == "tg" else model_name, relative_max=200)
-    model = _model(vocab, model_name, positions="linear", relative_max=200)
+    txl = _model(vocab, "txl-trees" if model_name == "tg" else model_name)
+    model = _model(vocab, model_name, positions="linear")
     model.load_state_dict(txl.state_dict())
     batch = _one_batch(txl, trees)
     logits, _ = model(batch)
@@ -100,12 +120,108 @@ def test_causal_linear_configuration_is_transformer_xl(vocab, trees, model_name)
     torch.testing.assert_close(logits[real], _reference_txl(txl, batch)[real], atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("model_name", ["txl-trees", "txl-terminals"])
+def test_txl_recipes_score_like_transformer_xl_at_every_distance(vocab, model_name):
+    """The TXL recipes' model, over sequences longer than a segment (the second reads the first
+    from memory), gives the log-probabilities of a Transformer-XL over the whole sequence with the
+    distances i - j unclipped: distances far beyond TG's depth clip of 62 keep their own vector."""
+    model = _recipe_model(vocab, model_name)
+    with torch.no_grad():  # position terms as large as training makes them: a wrong vector shows
+        for block in model.transformer.blocks:
+            block.attention.position.weight.normal_(std=0.5)
+            block.attention.content_bias.normal_()
+            block.attention.position_bias.normal_()
+    sequences = model.sequences([parse_tree(text) for text in LONG_TREES])
+    lengths = sequences.lengths
+    assert lengths.max() > model.config.segment_length
+    assert lengths.max() <= model.config.segment_length + model.config.memory_length
+    assert lengths.min() - 1 > 62  # the largest distance in every sequence
+    got = model.token_logprobs(sequences)
+
+    width = int(lengths.max())
+    inputs = torch.full((len(lengths), width), PAD_ID)
+    labels = torch.full((len(lengths), width), PAD_ID)
+    position = torch.full((len(lengths), width), -1)
+    for i, n in enumerate(lengths):
+        inputs[i, :n] = torch.from_numpy(sequences[i].inputs.astype(np.int64))
+        labels[i, :n] = torch.from_numpy(sequences[i].labels.astype(np.int64))
+        position[i, :n] = torch.arange(n)
+    with torch.no_grad():
+        logits = _reference_txl(model, {"inputs": inputs, "position": position})
+    expected = torch.log_softmax(logits, dim=-1).gather(-1, labels[..., None])[..., 0]
+    expected = expected.masked_fill(labels == PAD_ID, 0.0)
+    for i, n in enumerate(lengths):
+        assert np.count_nonzero(got[i]) > n // 2
+        np.testing.assert_allclose(got[i], expected[i, :n].numpy(), atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("model_name", "expected"),
+    [("tg", (-1, 62)), ("txl-trees", (0, 128 + 128 - 1)), ("txl-terminals", (0, 128 + 128 - 1))],
+)
+def test_recipes_clip_depths_to_62_and_cover_every_linear_distance(vocab, model_name, expected):
+    """TG's depth differences take 64 buckets, [-1, 62], as the authors'; the TXL baselines' table
+    runs from 0 to the farthest key of a query's segment (128) and memory (128)."""
+    positions = _recipe_model(vocab, model_name).relative_positions
+    assert (positions.lowest, positions.highest) == expected
+    distance = torch.tensor([0, 62, 63, 200, 255])
+    buckets = positions.buckets(distance)
+    if model_name == "tg":
+        assert buckets.tolist() == [1, 63, 63, 63, 63]
+    else:
+        assert buckets.tolist() == distance.tolist()
+
+
+def test_a_txl_model_saved_with_a_clip_range_keeps_it(vocab, trees, tmp_path):
+    """A config.json that sets relative_min/relative_max (as every TXL model saved while linear
+    distances were clipped to [-1, 62] does) loads and clips as it says."""
+    _model(vocab, "txl-trees").save_pretrained(tmp_path / "a")
+    document = json.loads((tmp_path / "a" / "config.json").read_text())
+    assert document["config"]["relative_min"] is None and document["config"]["relative_max"] is None
+    document["config"].update(relative_min=-1, relative_max=62)
+    (tmp_path / "a" / "config.json").write_text(json.dumps(document))
+    loaded = load_model(tmp_path / "a")
+    assert loaded.config.relative_range == (-1, 62)
+    assert loaded.relative_positions.buckets(torch.tensor([62, 63, 200])).tolist() == [63, 63, 63]
+
+
+@pytest.mark.parametrize("name", ["tg", "txl-trees", "txl-terminals"])
+def test_recipes_drop_attention_probabilities_in_training_only(vocab, trees, name):
+    """Every TG/TXL recipe has the authors' attention dropout, 0.1, and the attention kernel the
+    model uses applies it in training mode (two passes differ with every other dropout off) and
+    not in eval mode."""
+    for scale in ("tiny", "ptb", "bllip"):
+        config = yaml.safe_load((CONFIGS / f"{name}-{scale}.yaml").read_text())["model"]
+        assert config["attention_dropout"] == 0.1, scale
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for device in devices:
+        model = _recipe_model(vocab, name, dropout=0.0).to(device)
+        assert model.config.attention_dropout == 0.1
+        batch = _one_batch(model, trees).to(device)
+        real = batch["position"] >= 0
+
+        def twice():
+            with torch.no_grad():
+                return model(batch)[0][real], model(batch)[0][real]
+
+        model.train()
+        a, b = twice()
+        assert (a - b).abs().max() > 1e-3, device
+        model.eval()
+        a, b = twice()
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+        # The control: without attention dropout nothing else is random in training mode.
+        without = _recipe_model(vocab, name, dropout=0.0, attention_dropout=0.0).to(device).train()
+        with torch.no_grad():
+            torch.testing.assert_close(without(batch)[0][real], without(batch)[0][real], rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("model_name", ["tg", "txl-trees", "txl-terminals"])
 def test_segments_with_memory_score_like_one_segment(vocab, trees, model_name):
     """With a memory long enough to lose nothing, cutting sequences into short segments changes no
     log-probability: the memory gather and its masks reproduce whole-sequence attention."""
-    whole = _model(vocab, model_name, segment_length=256, memory_length=0, relative_max=200)
-    cut = _model(vocab, model_name, segment_length=5, memory_length=64, relative_max=200)
+    whole = _model(vocab, model_name, segment_length=256, memory_length=0)
+    cut = _model(vocab, model_name, segment_length=5, memory_length=64)
     cut.load_state_dict(whole.state_dict())
     sequences = whole.sequences(trees)
     for a, b in zip(whole.token_logprobs(sequences), cut.token_logprobs(sequences), strict=True):
@@ -227,6 +343,10 @@ def test_a_config_naming_the_wrong_vocabularies_is_a_located_error(tmp_path, voc
         ({"d_model": 30}, "multiple of"),
         ({"segment_length": 0}, "segment_length"),
         ({"relative_min": 5, "relative_max": 2}, "must not exceed"),
+        ({"relative_min": 63}, r"relative_min \(63\) must not exceed model.relative_max \(62\)"),
+        ({"model": "txl-trees", "segment_length": 8, "memory_length": 8, "relative_min": 16}, r"\(15\)"),
+        ({"relative_max": 62.5}, "relative_max must be int or null"),
+        ({"relative_min": True}, "relative_min must be int or null"),
         ({"n_layer": 2}, "unknown key"),
         ({"d_model": "big"}, "d_model must be int"),
     ],

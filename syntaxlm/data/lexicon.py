@@ -784,10 +784,26 @@ def _words(text: str) -> list[str]:
 # -- the lexicon --------------------------------------------------------------------------------------
 
 
-class Lexicon:
-    """All word lists, parsed once, with cached Zipf samplers for the subsets the grammar asks for."""
+MIN_LEXICON_SIZE = 10
+"""The smallest ``size`` a restricted ``Lexicon`` accepts (every word class keeps a few words)."""
+MIN_GENDERED_PAIRS = 4
 
-    def __init__(self) -> None:
+
+class Lexicon:
+    """All word lists, parsed once, with cached Zipf samplers for the subsets the grammar asks for.
+
+    ``size`` restricts every open word class (the nouns of each kind, the verb lemmas, adjectives,
+    each class of adverbs, first names, surnames, places, years) to its ``size`` most frequent
+    entries, so a small corpus sees each word often enough to learn its features. The grammar's
+    coverage stays the same: every verb frame and selection that the full lexicon can fill keeps
+    its most frequent verb, and gendered person nouns stay in masculine/feminine pairs (at least
+    ``MIN_GENDERED_PAIRS`` of them).
+    """
+
+    def __init__(self, size: int | None = None) -> None:
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < MIN_LEXICON_SIZE):
+            raise ValueError(f"lexicon size must be an integer of at least {MIN_LEXICON_SIZE}, got {size!r}")
+        self.size = size
         masculine, feminine = _parse_gendered(GENDERED_PERSON_NOUNS)
         # Interleave masculine and feminine pairs so both genders get the same ranks.
         gendered = [noun for pair in zip(masculine, feminine, strict=True) for noun in pair]
@@ -836,8 +852,58 @@ class Lexicon:
         self.places = _words(PLACE_NAMES)
         self.numbers = list(NUMBERS)
         self.years = list(YEARS)
+        if size is not None:
+            self._restrict(size)
         self._samplers: dict[object, ZipfSampler | None] = {}
         self._check()
+
+    def _restrict(self, size: int) -> None:
+        """Keep the ``size`` most frequent entries of every open class (see the class docstring)."""
+        persons = self.nouns["person"][:size]
+        kept = {noun.singular for noun in persons}
+        # A gendered noun stays only with its partner; at least MIN_GENDERED_PAIRS pairs stay, enough
+        # for the reflexive-gender suite's distinct items.
+        every_pair = list(zip(self.masculine_nouns, self.feminine_nouns, strict=True))
+        pairs = [(m, f) for m, f in every_pair if m.singular in kept and f.singular in kept]
+        pairs += [pair for pair in every_pair if pair not in pairs][: max(0, MIN_GENDERED_PAIRS - len(pairs))]
+        gendered = {noun.singular for pair in pairs for noun in pair}
+        persons = [n for n in persons if n.gender not in ("masc", "fem") or n.singular in gendered]
+        persons += [n for pair in pairs for n in pair if n.singular not in kept]
+        self.nouns = {kind: nouns[:size] for kind, nouns in self.nouns.items()} | {"person": persons}
+        self.masculine_nouns = [m for m, _ in pairs]
+        self.feminine_nouns = [f for _, f in pairs]
+        # Verbs: the most frequent lemmas, plus the most frequent lemma of any frame and selection
+        # the full lexicon can fill that they leave empty.
+        lemmas = {lemma for lemma, rank in self.verb_rank.items() if rank <= size}
+        by_rank = sorted(self.senses, key=lambda sense: self.verb_rank[sense.lemma])
+        for sense in by_rank:
+            served = lambda other, sense=sense: (
+                other.frame == sense.frame
+                and other.subject == sense.subject
+                and other.object == sense.object
+                and other.reflexive == sense.reflexive
+            )
+            if not any(served(other) and other.lemma in lemmas for other in self.senses):
+                lemmas.add(sense.lemma)
+        # ``verbs`` keeps every lemma's forms (morphology: the grammar's own tables of reporting verbs
+        # and auxiliaries use them); the senses decide which verbs fill a verb phrase.
+        self.senses = [sense for sense in self.senses if sense.lemma in lemmas]
+        self.frames_of = {lemma: frames for lemma, frames in self.frames_of.items() if lemma in lemmas}
+        for name in (
+            "adjectives",
+            "adjective_complements",
+            "manner_adverbs",
+            "preverbal_adverbs",
+            "sentence_adverbs",
+            "degree_adverbs",
+            "masculine_names",
+            "feminine_names",
+            "surnames",
+            "places",
+            "years",
+        ):
+            setattr(self, name, getattr(self, name)[:size])
+        self.predicative_adjectives = [a for a in self.adjectives if a not in ATTRIBUTIVE_ONLY]
 
     def _check(self) -> None:
         """The lists must not contradict each other (a word in two noun classes, a name clash)."""
@@ -932,8 +998,8 @@ class Lexicon:
                 words.add(noun.singular)
                 if noun.plural:
                     words.add(noun.plural)
-        for forms in self.verbs.values():
-            words.update(forms.words())
+        for lemma in self.frames_of:
+            words.update(self.verbs[lemma].words())
         words.update(self.adjectives, (adjective for adjective, _ in self.adjective_complements))
         words.update(self.manner_adverbs, self.preverbal_adverbs, self.sentence_adverbs, self.degree_adverbs)
         words.update(self.masculine_names, self.feminine_names, self.surnames, self.places)

@@ -959,15 +959,17 @@ class SyntheticTreebank:
     sentences are not the training sentences.
     """
 
-    def __init__(self, seed: int = 0):
+    def __init__(self, seed: int = 0, *, lexicon_size: int | None = None):
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise TypeError(f"seed must be an int, not {type(seed).__name__}")
         self.seed = seed
         self.suite_seed = derive_seed(seed, "syntaxgym-suites")
+        # ``lexicon_size``: each open word class keeps its most frequent words (``Lexicon``).
+        self.lexicon = LEXICON if lexicon_size is None else Lexicon(lexicon_size)
 
     def iter_trees(self) -> Iterator[Tree]:
         """The endless stream of sentences (a sentence over ``MAX_WORDS`` tokens is drawn again)."""
-        grammar = Grammar(random.Random(self.seed))
+        grammar = Grammar(random.Random(self.seed), self.lexicon)
         while True:
             tree = grammar.sentence()
             if len(tree.leaves()) <= MAX_WORDS:
@@ -986,7 +988,7 @@ class SyntheticTreebank:
         if items_per_suite < 1:
             raise ValueError(f"items per suite must be >= 1, got {items_per_suite}")
         return {
-            design.name: build_suite(design, self.suite_seed, items_per_suite, avoid)
+            design.name: build_suite(design, self.suite_seed, items_per_suite, avoid, self.lexicon)
             for design in SUITE_DESIGNS
         }
 
@@ -998,10 +1000,9 @@ class SyntheticTreebank:
             name: suite.to_json() for name, suite in self.build_suites(items_per_suite, avoid=avoid).items()
         }
 
-    @staticmethod
-    def word_types() -> set[str]:
+    def word_types(self) -> set[str]:
         """Every word the grammar can produce (lower case; sentence-initial capitals aside)."""
-        return LEXICON.open_class_words() | closed_class_words()
+        return self.lexicon.open_class_words() | closed_class_words()
 
 
 def closed_class_words() -> set[str]:
@@ -1027,6 +1028,8 @@ def closed_class_words() -> set[str]:
         words.update(table.outcomes)
     for expression in TIME_EXPRESSIONS.outcomes:
         words.update(expression.split())
+    for lemma in REPORTING_VERBS.outcomes:
+        words.update(LEXICON.verbs[lemma].words())
     words.update(sense.preposition for sense in LEXICON.senses if sense.preposition)
     words.update(prep for _, prep in LEXICON.adjective_complements)
     words.discard("")
@@ -1058,7 +1061,7 @@ class SuiteDesign:
     grammatical: tuple[str, ...]
     contrasts: tuple[Contrast, ...]
     comment: str
-    build: Callable[[int], SuiteItem]  # item seed -> item; raises _Retry to ask for another seed
+    build: Callable[[int, Lexicon], SuiteItem]  # item seed, lexicon -> item; raises _Retry for another seed
 
 
 @dataclass(frozen=True)
@@ -1123,7 +1126,13 @@ def sentence_text(regions: Sequence[str]) -> str:
     return " ".join(r for r in regions if r)
 
 
-def build_suite(design: SuiteDesign, seed: int, items: int, avoid: frozenset[str] | set[str]) -> Suite:
+def build_suite(
+    design: SuiteDesign,
+    seed: int,
+    items: int,
+    avoid: frozenset[str] | set[str],
+    lexicon: Lexicon = LEXICON,
+) -> Suite:
     made: list[SuiteItem] = []
     seen: set[tuple[str, ...]] = set()
     attempt = 0
@@ -1135,7 +1144,7 @@ def build_suite(design: SuiteDesign, seed: int, items: int, avoid: frozenset[str
         item_seed = derive_seed(seed, design.name, attempt)
         attempt += 1
         try:
-            item = design.build(item_seed)
+            item = design.build(item_seed, lexicon)
         except _Retry:
             continue
         texts = tuple(sentence_text(item.regions[c]) for c in design.grammatical)
@@ -1276,14 +1285,14 @@ for _forms in LEXICON.verbs.values():
         _OTHER_NUMBER_FORM.setdefault(_forms.base, _forms.third)
 
 
-def _number_item(modifier: str) -> Callable[[int], SuiteItem]:
-    def build(seed: int) -> SuiteItem:
+def _number_item(modifier: str) -> Callable[[int, Lexicon], SuiteItem]:
+    def build(seed: int, lexicon: Lexicon) -> SuiteItem:
         regions, trees = {}, {}
         for number, match, mismatch in (
             ("sg", "match_sing", "mismatch_sing"),
             ("pl", "match_plural", "mismatch_plural"),
         ):
-            g = Grammar(random.Random(seed))
+            g = Grammar(random.Random(seed), lexicon)
             head_noun = _count_noun(g, NOUN_KINDS.outcomes)
             subject, head, pieces = _modified_subject(
                 g, modifier, number, head_noun, None, other_number(number)
@@ -1325,14 +1334,14 @@ def _gendered_noun(g: Grammar, gender: str) -> Noun:
     return noun if gender == "masc" else g.lex.partner(noun)
 
 
-def _reflexive_item(modifier: str) -> Callable[[int], SuiteItem]:
-    def build(seed: int) -> SuiteItem:
+def _reflexive_item(modifier: str) -> Callable[[int, Lexicon], SuiteItem]:
+    def build(seed: int, lexicon: Lexicon) -> SuiteItem:
         regions, trees = {}, {}
         for number, match, mismatch in (
             ("sg", "match_sing", "mismatch_sing"),
             ("pl", "match_plural", "mismatch_plural"),
         ):
-            g = Grammar(random.Random(seed))
+            g = Grammar(random.Random(seed), lexicon)
             gender = "masc" if g.chance(0.5) else "fem"
             head_noun = _gendered_noun(g, gender)
             subject, head, pieces = _modified_subject(
@@ -1354,13 +1363,13 @@ def _reflexive_item(modifier: str) -> Callable[[int], SuiteItem]:
     return build
 
 
-def _reflexive_gender_item(seed: int) -> SuiteItem:
+def _reflexive_gender_item(seed: int, lexicon: Lexicon) -> SuiteItem:
     regions, trees = {}, {}
     for gender, match, mismatch in (
         ("masc", "match_masc", "mismatch_masc"),
         ("fem", "match_fem", "mismatch_fem"),
     ):
-        g = Grammar(random.Random(seed))
+        g = Grammar(random.Random(seed), lexicon)
         head_noun = _gendered_noun(g, gender)
         attractor = _gendered_noun(g, "fem" if gender == "masc" else "masc")
         subject, head, pieces = _modified_subject(
@@ -1377,14 +1386,14 @@ def _reflexive_gender_item(seed: int) -> SuiteItem:
     return SuiteItem(regions, trees)
 
 
-def _npi_item(modifier: str, npi: str) -> Callable[[int], SuiteItem]:
-    def build(seed: int) -> SuiteItem:
+def _npi_item(modifier: str, npi: str) -> Callable[[int, Lexicon], SuiteItem]:
+    def build(seed: int, lexicon: Lexicon) -> SuiteItem:
         regions, trees = {}, {}
         for rc_det, grammatical, ungrammatical in (
             ("the", "neg_pos", "pos_pos"),
             ("no", "neg_neg", "pos_neg"),
         ):
-            g = Grammar(random.Random(seed))
+            g = Grammar(random.Random(seed), lexicon)
             number = "pl" if g.chance(PLURAL) else "sg"
             attractor_number = "pl" if g.chance(0.6) else "sg"
             head_noun = _count_noun(g, NOUN_KINDS.outcomes)
@@ -1429,11 +1438,11 @@ def _npi_item(modifier: str, npi: str) -> Callable[[int], SuiteItem]:
     return build
 
 
-def _subordination_item(subject_modifier: str, object_modifier: str) -> Callable[[int], SuiteItem]:
+def _subordination_item(subject_modifier: str, object_modifier: str) -> Callable[[int, Lexicon], SuiteItem]:
     simple = subject_modifier == "none"
 
-    def build(seed: int) -> SuiteItem:
-        g = Grammar(random.Random(seed))
+    def build(seed: int, lexicon: Lexicon) -> SuiteItem:
+        g = Grammar(random.Random(seed), lexicon)
         subordinator = SUBORDINATORS.draw(g.rng)
         subject, referent = g.noun_phrase(
             "subject", 1, form="common", det="the", modifier=subject_modifier, coordinate=False
@@ -1482,8 +1491,8 @@ def _subordination_item(subject_modifier: str, object_modifier: str) -> Callable
     return build
 
 
-def _center_embed_item(seed: int) -> SuiteItem:
-    g = Grammar(random.Random(seed))
+def _center_embed_item(seed: int, lexicon: Lexicon) -> SuiteItem:
+    g = Grammar(random.Random(seed), lexicon)
     head_noun = _count_noun(g, NOUN_KINDS.outcomes)
     number = "pl" if g.chance(PLURAL) else "sg"
     inner = _strict_sense(g, "t", {"i"}, object_kind=head_noun.kind)
@@ -1503,8 +1512,8 @@ def _center_embed_item(seed: int) -> SuiteItem:
     )
 
 
-def _center_embed_double_item(seed: int) -> SuiteItem:
-    g = Grammar(random.Random(seed))
+def _center_embed_double_item(seed: int, lexicon: Lexicon) -> SuiteItem:
+    g = Grammar(random.Random(seed), lexicon)
     head_noun = _count_noun(g, NOUN_KINDS.outcomes)
     number = "pl" if g.chance(PLURAL) else "sg"
     middle = _strict_sense(g, "t", {"i"}, subject_kind="person", object_kind=head_noun.kind)
@@ -1853,6 +1862,7 @@ def write_synthetic_treebank(
     seed: int = 0,
     split: Sequence[float] = (0.8, 0.1, 0.1),
     items_per_suite: int = 40,
+    lexicon_size: int | None = None,
 ) -> dict:
     """Write ``train.trees``/``dev.trees``/``test.trees`` (one tree per line), ``suites/<name>.json``
     (SyntaxGym format) and ``manifest.json`` into ``out_dir``; return the manifest.
@@ -1864,7 +1874,7 @@ def write_synthetic_treebank(
         raise ValueError(f"sentences must be a positive integer, got {sentences!r}")
     counts = _split_counts(sentences, split)
     out = Path(out_dir)
-    bank = SyntheticTreebank(seed)
+    bank = SyntheticTreebank(seed, lexicon_size=lexicon_size)
     trees = bank.trees(sentences)
     files: dict[str, dict] = {}
     start = 0
@@ -1906,7 +1916,8 @@ def write_synthetic_treebank(
         "files": files,
         "words": sum(len(tree.leaves()) for tree in trees),
         "word_types": len(vocabulary),
-        "lexicon_word_types": len(SyntheticTreebank.word_types()),
+        "lexicon_size": lexicon_size,
+        "lexicon_word_types": len(bank.word_types()),
         "sentence_length": {
             "mean": round(sum(lengths) / len(lengths), 2),
             "median": lengths[len(lengths) // 2],

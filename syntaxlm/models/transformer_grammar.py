@@ -90,8 +90,12 @@ class TransformerGrammarConfig(ModelConfig):
     memory_length: int = 256
     smart_memory: bool = True
     positions: str = "auto"
-    relative_min: int = -1
-    relative_max: int = 62
+    # The range relative positions are clipped to (``relative_range``); unset, it is the kind's
+    # own: depth differences [-1, 62] (64 buckets, as the authors), linear distances every i - j
+    # a query has to a key of its segment or memory, 0 .. segment_length + memory_length - 1
+    # (Transformer-XL: nothing clipped). Set, it clips linear distances too.
+    relative_min: int | None = None
+    relative_max: int | None = None
     learned_positions: bool = False
     separate_compose: bool = False
     pre_ln: bool = False
@@ -114,16 +118,37 @@ class TransformerGrammarConfig(ModelConfig):
                 f"model.segment_length must be >= 1 and model.memory_length >= 0, got "
                 f"{self.segment_length} and {self.memory_length}"
             )
-        if self.relative_max < self.relative_min:
-            raise ConfigError(
-                f"model.relative_min ({self.relative_min}) must not exceed model.relative_max ({self.relative_max})"
-            )
+        for name in ("relative_min", "relative_max"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise ConfigError(f"model.{name} must be int or null, got {type(value).__name__} {value!r}")
+        if self.position_kind != "none":
+            lowest, highest = self.relative_range
+            if highest < lowest:
+                raise ConfigError(
+                    f"model.relative_min ({lowest}) must not exceed model.relative_max ({highest}) "
+                    f"({self.position_kind} positions; null takes the default of that end)"
+                )
 
     @property
     def position_kind(self) -> str:
         if self.positions != "auto":
             return self.positions
         return "depth" if self.model == "tg" else "linear"
+
+    @property
+    def relative_range(self) -> tuple[int, int]:
+        """``[lowest, highest]`` relative position, the ends not set taken from the kind's default
+        range: depth ``[-1, 62]``; linear ``[0, segment_length + memory_length - 1]``, the largest
+        distance from a query to a key of its segment or memory. (TG's linear ablation with smart
+        memory keeps stack positions from further back; their distance takes the last bucket.)"""
+        if self.position_kind == "depth":
+            default = (-1, 62)
+        else:
+            default = (0, self.segment_length + self.memory_length - 1)
+        lowest = default[0] if self.relative_min is None else self.relative_min
+        highest = default[1] if self.relative_max is None else self.relative_max
+        return lowest, highest
 
 
 class TransformerGrammar(SyntacticLM):
@@ -137,7 +162,7 @@ class TransformerGrammar(SyntacticLM):
         self.embedding_dropout = nn.Dropout(config.dropout)
         relative = config.position_kind != "none"
         self.relative_positions = (
-            RelativePositions(d, config.relative_min, config.relative_max, learned=config.learned_positions)
+            RelativePositions(d, *config.relative_range, learned=config.learned_positions)
             if relative
             else None
         )
@@ -239,6 +264,22 @@ class TransformerGrammar(SyntacticLM):
         if "next_memory_source" in batch:
             next_state = next_memory(state, layer_inputs, batch["next_memory_source"])
         return LossOutput({"lm": nll}, dict(batch.counts), next_state)
+
+    @torch.no_grad()
+    def hidden_states(self, batch: Batch | dict[str, Tensor]) -> list[Tensor]:
+        """Every layer's states ``[B, L, d]`` of a batch of segments without memory, in eval mode:
+        layer 0 is the scaled embeddings, layer ``k`` the output of block ``k`` (the last one after
+        the final norm of a pre-LN stack). For probes; read off the stack by a hook, so ``forward``
+        pays nothing for it."""
+        captured: list = []
+        handle = self.transformer.register_forward_hook(lambda module, args, out: captured.append(out))
+        try:
+            with _evaluating(self):
+                self(batch)
+        finally:
+            handle.remove()
+        last, layer_inputs = captured[0]
+        return [*layer_inputs, last]
 
     # --- scoring ---------------------------------------------------------------------------------
 

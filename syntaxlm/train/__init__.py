@@ -29,6 +29,7 @@ from syntaxlm.train.trainer import (
     accumulate_gradients,
     evaluate,
     lr_factor,
+    planned_steps,
     train,
     unigram_loss,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "load_checkpoint",
     "load_config",
     "lr_factor",
+    "planned_steps",
     "run_config",
     "save_checkpoint",
     "train",

@@ -19,6 +19,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
+from syntaxlm.data.lexicon import MIN_LEXICON_SIZE
 from syntaxlm.errors import InputFormatError
 from syntaxlm.files import read_text
 from syntaxlm.models import ConfigError, ModelConfig, model_class, model_config
@@ -30,6 +31,7 @@ class SyntheticData:
 
     sentences: int = 2000
     seed: int = 0
+    lexicon_size: int | None = None  # each open word class keeps its most frequent words (None: all)
 
 
 @dataclass
@@ -70,6 +72,11 @@ class DataConfig:
             if self.synthetic.sentences < 10:
                 raise ConfigError(
                     f"{where}: data.synthetic.sentences must be at least 10, got {self.synthetic.sentences}"
+                )
+            size = self.synthetic.lexicon_size
+            if size is not None and size < MIN_LEXICON_SIZE:
+                raise ConfigError(
+                    f"{where}: data.synthetic.lexicon_size must be at least {MIN_LEXICON_SIZE} (or null: all), got {size}"
                 )
         elif not (self.train and self.valid):
             raise ConfigError(f"{where}: data needs train and valid paths, or synthetic: {{sentences, seed}}")

@@ -67,7 +67,8 @@ CONFIG_FILE = "config.json"
 RESULT_FILE = "training.json"
 BEST, LAST = "best", "last"
 
-# Keys a resumed run may change: they decide when to stop, log or save, not what a step computes.
+# Keys a resumed run may change: they decide when to stop, log or save, not what a step computes
+# (except that ``max_steps`` and ``epochs`` set the length the cosine schedule decays over).
 RESUMABLE_CHANGES = frozenset(
     f"train.{key}"
     for key in (
@@ -114,12 +115,22 @@ class TrainResult:
 # --- the pieces of a step ----------------------------------------------------------------------------
 
 
-def lr_factor(step: int, config: TrainConfig) -> float:
+def planned_steps(config: TrainConfig, batches_per_epoch: int) -> int:
+    """How many steps a run takes: ``max_steps``, or fewer when ``epochs`` ends it first (a step
+    takes ``grad_accum`` micro-batches, and may straddle two epochs)."""
+    if config.epochs is None:
+        return config.max_steps
+    return min(config.max_steps, math.ceil(config.epochs * max(batches_per_epoch, 1) / config.grad_accum))
+
+
+def lr_factor(step: int, config: TrainConfig, total_steps: int | None = None) -> float:
     """The learning rate of step ``step`` (0-based) as a fraction of ``config.lr``.
 
-    Linear warm-up over ``warmup_steps``, then ``cosine`` decay to ``min_lr_ratio`` at ``max_steps``,
-    ``inverse-sqrt`` decay (√(warmup / step), not below ``min_lr_ratio``) or ``constant``.
+    Linear warm-up over ``warmup_steps``, then ``cosine`` decay to ``min_lr_ratio`` at the run's last
+    step (``total_steps``: ``planned_steps``; ``max_steps`` when not given), ``inverse-sqrt`` decay
+    (√(warmup / step), not below ``min_lr_ratio``) or ``constant``.
     """
+    total = config.max_steps if total_steps is None else total_steps
     warmup = config.warmup_steps
     if step < warmup:
         return (step + 1) / warmup
@@ -128,7 +139,8 @@ def lr_factor(step: int, config: TrainConfig) -> float:
         return 1.0
     if config.schedule == "inverse-sqrt":
         return max(floor, math.sqrt(max(warmup, 1) / (step + 1)))
-    progress = min(1.0, (step - warmup) / max(1, config.max_steps - warmup))
+    # The last step (total - 1) reaches the floor.
+    progress = min(1.0, (step - warmup) / max(1, total - 1 - warmup))
     return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
@@ -404,7 +416,10 @@ def _prepare_files(config: RunConfig, out: Path, processes: Processes, *, fresh:
     if processes.main:
         if data.synthetic is not None and (fresh or not paths["train"].is_file()):
             write_synthetic_treebank(
-                out / "data", sentences=data.synthetic.sentences, seed=data.synthetic.seed
+                out / "data",
+                sentences=data.synthetic.sentences,
+                seed=data.synthetic.seed,
+                lexicon_size=data.synthetic.lexicon_size,
             )
         if data.vocab_path is None and (fresh or not (out / "vocab" / "vocab.json").is_file()):
             build_vocabulary(
@@ -599,8 +614,10 @@ def _train(
     if processes.world_size > 1:
         module = nn.parallel.DistributedDataParallel(_LossModule(model))
 
+    n_batches = max(train_corpus.n_batches(tc.batch_size), 1)
+    total_steps = planned_steps(tc, n_batches)
     log = RunLog(
-        out, start_step=state.step, total_steps=tc.max_steps, enabled=processes.main, progress=progress
+        out, start_step=state.step, total_steps=total_steps, enabled=processes.main, progress=progress
     )
     n_parameters = sum(p.numel() for p in model.parameters())
     log.note(
@@ -666,7 +683,6 @@ def _train(
             )
 
     stream = _micro_batches(train_corpus, tc, state.epoch, state.batch, processes)
-    n_batches = max(train_corpus.n_batches(tc.batch_size), 1)
     carried_epoch = state.epoch
     interval = _Interval(state.log_interval)
     stopped = "max_steps"
@@ -683,7 +699,7 @@ def _train(
                 break
             _seed_everything(_step_seed(tc.seed, processes.rank, state.step))
             for group in optimizer.param_groups:
-                group["lr"] = tc.lr * lr_factor(state.step, tc)
+                group["lr"] = tc.lr * lr_factor(state.step, tc, total_steps)
             # Micro-batches of one step may straddle two epochs; a new epoch restarts the streams.
             step_sums = StepSums({}, {})
             for epoch, run in _runs_by_epoch(taken):

@@ -102,11 +102,11 @@ def test_perplexity_of_each_model_and_the_report(runs, tmp_path):
                      "--no-progress", "--json", "--out", out)  # fmt: skip
         assert result.returncode == 0, result.stderr
         results[name, method] = json.loads(result.stdout)
-        assert results[name, method]["n_sentences"] == 4 and results[name, method]["count_eos"]
+        assert results[name, method]["n_sentences"] == 4 and results[name, method]["end_logprob_nats"] < 0
     assert results["tg", "gold"]["marginalisation"]["method"] == "gold"
     assert results["txl-terminals", "auto"]["marginalisation"]["method"] == "exact"
     assert results["tg", "beam"]["marginalisation"]["word_beam"] == 3
-    assert all(1 < result["perplexity"] < float("inf") for result in results.values())
+    assert all(1 < result["perplexity_per_word"] < float("inf") for result in results.values())
     gold_needs_trees = run("eval", "ppl", sentences, "--model", runs / "tg" / "best", "--method", "gold")
     assert gold_needs_trees.returncode == 2 and "needs a treebank" in gold_needs_trees.stderr
 

@@ -4,6 +4,7 @@ report) on a tiny synthetic recipe."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from typer.testing import CliRunner
@@ -68,7 +69,12 @@ def test_reproduce_trains_each_seed_evaluates_and_reports_mean_and_spread(tmp_pa
     for seed in (0, 1):
         results = out / f"seed-{seed}" / "results"
         ppl = read_result(results / "perplexity.json")["result"]
-        assert ppl["n_sentences"] == 3 and ppl["perplexity"] > 1
+        assert ppl["n_sentences"] == 3 and ppl["perplexity_per_word"] > ppl["perplexity_per_token"] > 1
+        # The per-word convention divides -log p(sentences), end included, by the words alone.
+        assert ppl["perplexity_per_word"] == pytest.approx(
+            math.exp(-ppl["total_logprob_nats"] / ppl["n_words"]), rel=1e-12
+        )
+        assert ppl["end_logprob_nats"] < 0 and "TG" in ppl["conventions"]["per_word"]
         assert {p.stem for p in (results / "sg").glob("*.json")} == {p.stem for p in suite_files}
         assert read_result(out / f"seed-{seed}" / "training.json")["result"]["steps"] == 2
     text = report.read_text()

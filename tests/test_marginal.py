@@ -244,3 +244,109 @@ def test_documents_condition_each_sentence_on_the_best_trees_before_it(tiny):
     assert two[1].end_logprob == pytest.approx(given_better[1].end_logprob, abs=1e-6)
     with pytest.raises(ValueError, match="no 'TEXT' constituent"):
         document_scores(model, [words], [[[first], [second]]], label="TEXT")
+
+
+def _training_pass_logprobs(model, document: Tree) -> np.ndarray:
+    """Written out: ``log p(action | actions before)`` of a document read as the trainer reads it,
+    segment after segment with the memory passed on (``prepare``, ``forward``, ``next_memory``)."""
+    from syntaxlm.models.layers.transformer import next_memory
+
+    corpus = model.prepare([document])
+    values, state, n_segments = [], None, 0
+    with torch.no_grad():
+        for batch in corpus.batches(1, shuffle=False):
+            logits, layer_inputs = model(batch, state)
+            labels = batch["labels"][0].long()
+            logprobs = torch.log_softmax(logits[0].float(), dim=-1)
+            predicted = labels != 0  # PAD: COMPOSE positions and padding predict nothing
+            values.append(logprobs[predicted].gather(-1, labels[predicted][:, None])[:, 0].double().numpy())
+            state = next_memory(state, layer_inputs, batch["next_memory_source"])
+            n_segments += 1
+    assert n_segments >= 3  # the document is longer than a segment
+    return np.concatenate(values)
+
+
+@pytest.mark.parametrize("name", ["tg", "txl-trees"])
+def test_documents_are_read_with_the_training_segments_and_memory(tiny, name):
+    from syntaxlm.inference.marginal import document_perplexity_logprobs
+    from syntaxlm.structure.actions import tree_to_actions
+
+    vocab = tiny["models"]["tg"].vocab
+    torch.manual_seed(0)
+    short = {**TINY, "segment_length": 6, "memory_length": 3}
+    model = build_model({"model": name, **short}, {"vocab": vocab}).eval()
+    sentences = tiny["trees"][1:4]
+    words = [t.leaves() for t in sentences]
+    proposals = [[[t] for t in sentences]]
+    trained = document_scores(model, [words], proposals)[0]
+    setting = {"context": "training", "segment_length": 6, "memory_length": 3, "memory": "smart"}
+    assert all(s.details["context"] == setting for s in trained)
+    # Each sentence's log-probability is that of its actions in the training pass over the document:
+    # (DOC, the first sentence's actions | the second's | ... | the last's, DOC).
+    expected = _training_pass_logprobs(model, document_tree(sentences))
+    lengths = [len(tree_to_actions(t)) for t in sentences]
+    bounds = np.cumsum([0, 1 + lengths[0], *lengths[1:-1], lengths[-1] + 1])
+    assert bounds[-1] == len(expected)
+    for score, first, last in zip(trained, bounds[:-1], bounds[1:]):
+        assert score.logprob == pytest.approx(float(expected[first:last].sum()), abs=1e-4)
+    # The whole document in view is another number: the memory of 3 hides most of it.
+    full = document_scores(model, [words], proposals, context="full")[0]
+    assert all(s.details["context"]["context"] == "full" for s in full)
+    assert abs(sum(s.logprob for s in full) - sum(s.logprob for s in trained)) > 1e-3
+    # ... the number of a model whose segment holds the whole document.
+    wide = build_model({"model": name, **TINY, "segment_length": 512, "memory_length": 512}, {"vocab": vocab})
+    wide.load_state_dict(model.state_dict())
+    whole = gold_scores(wide.eval(), [sum(words, [])], [document_tree(sentences)])[0]
+    assert sum(s.logprob for s in full) == pytest.approx(whole.logprob, rel=1e-5)
+    # The perplexity result says which context the documents were read in.
+    logprobs, ends, metadata = document_perplexity_logprobs([trained])
+    assert metadata["context"] == "training" and metadata["segment_length"] == 6
+    assert sum(map(np.sum, logprobs)) + sum(ends) == pytest.approx(sum(s.logprob for s in trained))
+    with pytest.raises(ValueError, match="context must be one of"):
+        document_scores(model, [words], proposals, context="window")
+
+
+@pytest.mark.parametrize("name", ["tg", "txl-terminals"])
+def test_a_document_is_scored_in_the_training_segments_by_default(tiny, name):
+    from syntaxlm.structure.actions import ActionKind, tree_to_actions
+
+    vocab = tiny["models"]["tg"].vocab
+    torch.manual_seed(0)
+    model = build_model({"model": name, **TINY, "segment_length": 6, "memory_length": 3}, {"vocab": vocab})
+    model.eval()
+    sentences = tiny["trees"][1:4]
+    document = document_tree(sentences)
+    words = document.leaves()
+    lengths = [len(t.leaves()) for t in sentences]
+
+    def score(**options):
+        if name == "tg":  # a joint model: along the document's gold tree
+            return gold_scores(model, [words], [document], **options)[0]
+        return exact_scores(model, [words], **options)[0]
+
+    trained = score()
+    memory = "smart" if model.config.smart_memory else "previous"
+    setting = {"context": "training", "segment_length": 6, "memory_length": 3, "memory": memory}
+    assert trained.details["context"] == setting
+    # Every word's log-probability (the actions before it count toward it) and the end are those of
+    # the written-out pass, segment after segment with the memory; so is each sentence's.
+    expected = _training_pass_logprobs(model, document)
+    if name == "tg":
+        is_word = tree_to_actions(document).kinds == ActionKind.WORD
+    else:  # the words, then </s>
+        is_word = np.arange(len(expected)) < len(words)
+    assert len(is_word) == len(expected) and is_word.sum() == len(words)
+    at_words = np.cumsum(expected)[is_word]
+    np.testing.assert_allclose(trained.word_logprobs, np.diff(at_words, prepend=0.0), atol=1e-4)
+    assert trained.end_logprob == pytest.approx(expected.sum() - at_words[-1], abs=1e-4)
+    per_sentence = np.add.reduceat(np.diff(at_words, prepend=0.0), [0, *np.cumsum(lengths)[:-1]])
+    got = np.add.reduceat(trained.word_logprobs, [0, *np.cumsum(lengths)[:-1]])
+    np.testing.assert_allclose(got, per_sentence, atol=1e-4)
+    # With the whole document in view the numbers differ, and the result says so.
+    full = score(context="full")
+    unsegmented = {"segment_length": None, "memory_length": None, "memory": None}
+    assert full.details["context"] == {"context": "full", **unsegmented}
+    assert abs(full.logprob - trained.logprob) > 1e-3
+    if name == "tg":
+        with pytest.raises(ValueError, match="context='full'"):
+            score(renormalise=True)

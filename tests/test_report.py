@@ -18,9 +18,8 @@ def write_run(folder, model, seed, suites, perplexity):
     for name, accuracy in suites.items():
         result = {"suite": name, "accuracy_pred0": accuracy}
         write_result(folder / "sg" / f"{name}.json", result_record("syntaxgym", result))
-    write_result(
-        folder / "ppl.json", result_record("perplexity", {"perplexity": perplexity, "count_eos": False})
-    )
+    ppl = {"perplexity_per_word": perplexity, "perplexity_per_token": 0.9 * perplexity}
+    write_result(folder / "ppl.json", result_record("perplexity", ppl))
     (folder / "notes.json").write_text('{"unrelated": true}')  # not a result file: ignored
 
 
@@ -40,6 +39,21 @@ def test_report_averages_seeds_and_draws_the_figures(tmp_path):
     assert "| 65 |" in rows["TXL (terminals)"].replace("  ", " ")
     assert (tmp_path / "report" / "sg_circuits.png").stat().st_size > 1000
     assert "SG score (31 suites" not in text  # not every suite of the set was scored
+    header = next(line for line in text.splitlines() if line.startswith("| model |"))
+    assert "perplexity per word (end included; TG, Qian et al.)" in header
+    assert "perplexity per token (end counted as a token)" in header
+
+
+def test_old_perplexity_files_are_shown_under_the_convention_they_used(tmp_path):
+    folder = tmp_path / "old"
+    folder.mkdir()
+    for name, count_eos in (("with.json", True), ("without.json", False)):
+        record = result_record("perplexity", {"perplexity": 50.0, "count_eos": count_eos})
+        write_result(folder / name, record)
+    metrics = read_run(folder).metrics
+    assert metrics["perplexity per token (end counted as a token)"] == 50.0
+    assert metrics["perplexity per word (end left out)"] == 50.0
+    assert "perplexity per word (end included; TG, Qian et al.)" not in metrics
 
 
 def test_run_without_config_is_named_by_its_folder(tmp_path):

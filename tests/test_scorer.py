@@ -8,6 +8,7 @@ import json
 import math
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -34,6 +35,7 @@ from syntaxlm.models import build_model
 from syntaxlm.text.build import build_vocabulary
 from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
 from syntaxlm.trees.ptb import TreeReader, read_trees
+from syntaxlm.trees.tree import Tree
 from tests.test_beam import TINY, ToyModel
 
 SMALL_BEAM = BeamSettings(12, 4, 2)
@@ -172,12 +174,57 @@ def test_blimp_and_perplexity_score_with_any_model(tiny):
     assert result.pairs[0].logprob_good == pytest.approx(expected)
     sentences = [t.leaves() for t in tiny["trees"]]
     for method, given in (("beam", {}), ("gold", {"trees": tiny["trees"]})):
-        logprobs, metadata = perplexity_logprobs(
-            Scorer(tiny["models"]["plm"], method=method, beam=SMALL_BEAM), sentences, count_eos=True, **given
-        )
-        assert metadata["method"] == method and [len(x) for x in logprobs] == [len(s) + 1 for s in sentences]
-        ppl = perplexity(logprobs, count_eos=True, marginalisation=metadata)
-        assert ppl.n_words == sum(map(len, sentences)) and ppl.perplexity > 1
+        scorer = Scorer(tiny["models"]["plm"], method=method, beam=SMALL_BEAM)
+        logprobs, ends, metadata = perplexity_logprobs(scorer, sentences, **given)
+        assert metadata["method"] == method and [len(x) for x in logprobs] == [len(s) for s in sentences]
+        ppl = perplexity(logprobs, ends, marginalisation=metadata)
+        assert ppl.n_words == sum(map(len, sentences)) and ppl.per_word > ppl.per_token > 1
+        # The end entry (the closing actions of the joint model) is part of log p(sentence).
+        full = scorer.sequence_score(sentences, reduction="sum", eos=True, **given)
+        assert ppl.total_logprob == pytest.approx(sum(full), rel=1e-9)
+
+
+def test_perplexity_says_which_context_a_document_was_read_in(tiny, tmp_path):
+    torch.manual_seed(0)
+    short = {"model": "tg", **TINY, "segment_length": 6, "memory_length": 3}
+    model = build_model(short, {"vocab": tiny["models"]["tg"].vocab}).eval()
+    document = Tree(tiny["trees"][0].label, list(tiny["trees"]))  # three sentences in one tree
+    words = [document.leaves()]
+    setting = {"context": "training", "segment_length": 6, "memory_length": 3, "memory": "smart"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # read as trained: nothing to warn about
+        trained = perplexity_logprobs(Scorer(model, method="gold"), words, trees=[document])
+    assert trained[2] == trained[2] | {"method": "gold", **setting}
+    unsegmented = {"context": "full", "segment_length": None, "memory_length": None, "memory": None}
+    with pytest.warns(UserWarning, match=r"training segment \+ memory \(6 \+ 3 tokens\)"):
+        full = perplexity_logprobs(Scorer(model, method="gold", context="full"), words, trees=[document])
+    assert full[2] == full[2] | unsegmented
+    assert abs(np.sum(full[0]) - np.sum(trained[0])) > 1e-3
+    # The beam can only read with full context: labelled so, with one warning.
+    with pytest.warns(UserWarning) as caught:
+        beam = perplexity_logprobs(Scorer(model, beam=SMALL_BEAM), words)
+    assert beam[2] == beam[2] | {"method": "beam", **unsegmented}
+    assert [str(w.message).count("beam search reads with full context only") for w in caught] == [1]
+    with pytest.raises(ValueError, match="context must be one of"):
+        Scorer(model, context="window")
+
+    # eval ppl: --context training (the default) or full, recorded in the result.
+    model.save_pretrained(tmp_path / "tg-short")
+    treebank = tmp_path / "documents.trees"
+    treebank.write_text(document.to_bracket() + "\n")
+    command = ("eval", "ppl", treebank, "--model", tmp_path / "tg-short", "--method", "gold")
+    for context, expected in ((None, setting), ("full", unsegmented)):
+        given = () if context is None else ("--context", context)
+        out = tmp_path / f"{context}.json"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the warning of full context, checked above
+            printed = invoke(*command, *given, "--no-pos-tags", "--no-progress", "--out", out)
+        assert f"context={expected['context']}" in printed
+        record = json.loads(out.read_text())
+        assert record["result"]["marginalisation"] == record["result"]["marginalisation"] | expected
+        assert record["options"]["context"] == expected["context"]
+    wrong = CliRunner().invoke(app, [str(a) for a in (*command, "--context", "window")])
+    assert wrong.exit_code != 0 and "--context" in wrong.output
 
 
 def test_parse(tiny):

@@ -5,6 +5,7 @@ reranking, sampling, and the ``Scorer`` the evaluations and the CLI use. See doc
 from syntaxlm.inference.beam import BeamSettings, InferenceError, SentenceScores, beam_search
 from syntaxlm.inference.marginal import (
     ProposalError,
+    document_perplexity_logprobs,
     document_scores,
     exact_scores,
     gold_scores,
@@ -31,6 +32,7 @@ __all__ = [
     "SentenceScores",
     "beam_search",
     "blimp_scorer",
+    "document_perplexity_logprobs",
     "document_scores",
     "exact_scores",
     "generate",

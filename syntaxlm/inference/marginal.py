@@ -12,12 +12,23 @@ A joint model gives ``p(x, y)``; these functions score sentences along trees som
   prefix count it once), so per-piece log-probabilities telescope to the sentence's.
 - ``document_scores``: the document-level variant of §3.1 in its simple form: each sentence is
   scored over its proposals after the greedy best trees of the sentences before it, all inside
-  one ``(DOC ...)`` tree, as the document models are trained.
+  one ``(DOC ...)`` tree, as the document models are trained. ``context="training"`` (the
+  default) reads the document with the segment and memory lengths the model was trained with
+  (TG/TXL: segments of ``segment_length`` and ``memory_length`` memory slots, §2.2), as the
+  authors score documents; ``context="full"`` lets every token see the whole document before it.
+  Which one was used is in every sentence's ``details["context"]`` and, through
+  ``document_perplexity_logprobs``, in the perplexity result.
 - ``exact_scores``: words-only models, where ``p(x)`` is exact.
 - ``rerank``: the proposal with the highest ``p(x, y)`` (TG §3.2).
 
 All of them teacher-force the model's incremental ``Decoder`` (``sequence_logprobs``): every
 proposal of every sentence of a batch goes through one decoder, one ``advance`` per position.
+The exception is a sequence longer than one segment of a segmented model (TG, TXL: a document as
+one ``(DOC ...)`` tree or its words), which the decoder would read with the whole sequence in
+view: with ``context="training"`` (the default of ``exact_scores``, ``gold_scores`` and
+``proposal_scores``) it is scored by the model's own segmented pass, with its segment length,
+memory length and memory kind, as it was trained; ``context="full"`` keeps the decoder. Within
+one segment the two agree. Every result records its context in ``details["context"]``.
 ``renormalise=False`` (the default) uses the model's own distribution over its whole vocabulary,
 which is what it was trained on; ``renormalise=True`` renormalises over the actions the grammar
 allows, as the beam search does by default, so that the two can be compared.
@@ -38,6 +49,7 @@ import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -57,8 +69,9 @@ from syntaxlm.inference.beam import (
     logsumexp,
 )
 from syntaxlm.models.decoding import Decoder
-from syntaxlm.structure.actions import document_tree, encode_actions, tree_to_actions
-from syntaxlm.text.base import EOS_ID
+from syntaxlm.structure.actions import ActionKind, document_tree, encode_actions, tree_to_actions
+from syntaxlm.structure.tg import tg_sequences
+from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID
 from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
 from syntaxlm.trees.ptb import TreeReader
 from syntaxlm.trees.tree import Tree
@@ -123,6 +136,9 @@ def sequence_logprobs(
 
 
 # --- sentences along trees --------------------------------------------------------------------------
+
+
+DOCUMENT_CONTEXTS = ("training", "full")
 
 
 @dataclass(frozen=True)
@@ -217,6 +233,7 @@ def proposal_scores(
     renormalise: bool = False,
     max_open: int = 50,
     max_openers: int = 8,
+    context: str = "training",
     batch_size: int = 8,
     progress: bool = False,
 ) -> list[SentenceScores]:
@@ -224,11 +241,13 @@ def proposal_scores(
     ``tree`` is the best proposal (reranking) and ``details["tree_logprobs"]`` every unique
     proposal's ``log p(x, y)``. ``batch_size`` sentences' proposals share one decoder.
     ``max_open``/``max_openers``: the grammar's bounds, which the normaliser respects when
-    ``renormalise`` (as in ``BeamSettings``)."""
+    ``renormalise`` (as in ``BeamSettings``). ``context``: as in ``exact_scores``; recorded in
+    ``details["context"]``."""
     from tqdm import tqdm
 
     if len(proposals) != len(sentences):
         raise ProposalError(f"{len(proposals)} proposal sets for {len(sentences)} sentences")
+    recorded = document_context(model, context)
     space = _joint_model_space(model, {"max_open": max_open, "max_openers": max_openers})
     encoded = [encode_sentence(model.vocab, words, i) for i, words in enumerate(sentences)]
     unique = []
@@ -243,20 +262,30 @@ def proposal_scores(
     with eval_mode(model):
         for batch in tqdm(batches, desc="proposals", unit="batch", disable=not progress):
             sequences = {i: [_sequence(space, model.vocab, tree, i) for tree in unique[i]] for i in batch}
-            flat = [sequence.ids for i in batch for sequence in sequences[i]]
-            values = sequence_logprobs(model.decoder, space, flat, renormalise=renormalise)
+            # Read as trained, a sentence longer than a segment goes through the model's segmented
+            # pass; the rest go through the decoder (within one segment the two agree).
+            values = {
+                i: _training_pass_logprobs(model, unique[i], sequences[i], renormalise=renormalise)
+                for i in batch
+                if _longer_than_a_segment(model, recorded, unique[i])
+            }
+            decoded = [i for i in batch if i not in values]
+            flat = [sequence.ids for i in decoded for sequence in sequences[i]]
+            logprobs = sequence_logprobs(model.decoder, space, flat, renormalise=renormalise) if flat else []
             start = 0
+            for i in decoded:
+                values[i] = logprobs[start : start + len(sequences[i])]
+                start += len(sequences[i])
             for i in batch:
-                count = len(sequences[i])
                 details = {
                     "proposals": len(proposals[i]),
-                    "unique_proposals": count,
+                    "unique_proposals": len(sequences[i]),
                     "renormalised": renormalise,
+                    "context": recorded,
                 }
                 results[i] = _scores_from_trees(
-                    encoded[i], unique[i], sequences[i], values[start : start + count], "proposals", details
+                    encoded[i], unique[i], sequences[i], values[i], "proposals", details
                 )
-                start += count
     return results  # type: ignore[return-value]
 
 
@@ -266,12 +295,14 @@ def gold_scores(
     trees: Sequence[Tree],
     *,
     renormalise: bool = False,
+    context: str = "training",
     batch_size: int = 32,
     progress: bool = False,
     **bounds,
 ) -> list[SentenceScores]:
     """``log p(x, y_gold)`` per piece (the actions before a piece count toward it) and the
-    closing actions as ``end_logprob``; the TG/PLM papers' "approximate perplexity"."""
+    closing actions as ``end_logprob``; the TG/PLM papers' "approximate perplexity". ``context``:
+    as in ``exact_scores`` (a document tree longer than a segment is read as trained by default)."""
     if len(trees) != len(sentences):
         raise ProposalError(f"{len(trees)} trees for {len(sentences)} sentences")
     scores = proposal_scores(
@@ -279,13 +310,14 @@ def gold_scores(
         sentences,
         [[tree] for tree in trees],
         renormalise=renormalise,
+        context=context,
         batch_size=batch_size,
         progress=progress,
         **bounds,
     )
     for score in scores:
         score.method = "gold"
-        score.details = {"renormalised": renormalise}
+        score.details = {"renormalised": renormalise, "context": score.details["context"]}
     return scores
 
 
@@ -304,11 +336,24 @@ def rerank(
 
 
 def exact_scores(
-    model, sentences: Sequence[Sequence[str]], *, batch_size: int = 32, progress: bool = False
+    model,
+    sentences: Sequence[Sequence[str]],
+    *,
+    context: str = "training",
+    batch_size: int = 32,
+    progress: bool = False,
 ) -> list[SentenceScores]:
-    """Exact per-piece log-probabilities of a words-only model, and ``log p(</s> | x)`` as the end."""
+    """Exact per-piece log-probabilities of a words-only model, and ``log p(</s> | x)`` as the end.
+
+    ``context``: ``"training"`` (the default) reads a sequence longer than one segment of a
+    segmented model (TXL (terminals): a document) as the model was trained, by its own segmented
+    pass with its segment and memory lengths (TG §2.2); ``"full"`` through the incremental
+    decoder, which sees the whole sequence before each token. Within one segment the two agree.
+    Recorded in ``details["context"]`` (``document_context``).
+    """
     from tqdm import tqdm
 
+    recorded = document_context(model, context)
     space = ActionSpace(model.action_grammar())
     if space.tree:
         raise InferenceError(
@@ -319,10 +364,17 @@ def exact_scores(
     batches = length_batches([len(e.ids) for e in encoded], batch_size)
     with eval_mode(model):
         for batch in tqdm(batches, desc="exact", unit="batch", disable=not progress):
-            flat = [np.append(encoded[i].ids, EOS_ID) for i in batch]
-            values = sequence_logprobs(model.decoder, space, flat)
-            for i, value in zip(batch, values):
-                e = encoded[i]
+            values = {
+                i: _training_pass_word_logprobs(model, encoded[i])
+                for i in batch
+                if recorded["segment_length"] is not None
+                and len(encoded[i].ids) + 2 > recorded["segment_length"]  # <s> pieces </s>
+            }
+            decoded = [i for i in batch if i not in values]
+            flat = [np.append(encoded[i].ids, EOS_ID) for i in decoded]
+            values.update(zip(decoded, sequence_logprobs(model.decoder, space, flat) if flat else []))
+            for i in batch:
+                e, value = encoded[i], values[i]
                 results[i] = SentenceScores(
                     words=e.words,
                     pieces=e.pieces,
@@ -330,6 +382,7 @@ def exact_scores(
                     piece_logprobs=value[:-1],
                     end_logprob=float(value[-1]),
                     method="exact",
+                    details={"context": recorded},
                 )
     return results  # type: ignore[return-value]
 
@@ -346,6 +399,7 @@ def document_scores(
     renormalise: bool = False,
     max_open: int = 50,
     max_openers: int = 8,
+    context: str = "training",
     progress: bool = False,
 ) -> list[list[SentenceScores]]:
     """Each sentence of each document scored over its proposals after the greedy best trees of
@@ -353,9 +407,15 @@ def document_scores(
 
     The document opener counts toward the first word of the document, its closer toward the end of
     the last sentence, so a document's entries sum to the estimate of ``log p(document)``.
+    ``context``: ``"training"`` reads each document prefix as the model was trained to, in its
+    segments with its memory (for a model that reads whole sequences this is the whole prefix);
+    ``"full"`` through the incremental decoder, which sees the whole prefix. Recorded in
+    ``details["context"]`` (``document_context``).
     """
     from tqdm import tqdm
 
+    recorded = document_context(model, context)
+    segmented = recorded.get("segment_length") is not None
     space = _joint_model_space(model, {"max_open": max_open, "max_openers": max_openers})
     if len(proposals) != len(documents):
         raise ProposalError(f"{len(proposals)} proposal sets for {len(documents)} documents")
@@ -377,6 +437,7 @@ def document_scores(
             context = np.zeros(0, dtype=np.int64)
             scored = []
             previous = None
+            chosen: list[Tree] = []
             for i, (words, trees) in enumerate(zip(document, sets)):
                 if not trees:
                     raise ProposalError(f"document {d}, sentence {i} has no proposal trees")
@@ -389,27 +450,142 @@ def document_scores(
                 sequences = [
                     _framed(s, opener if first else None, closer if last else None) for s in sequences
                 ]
-                values = sequence_logprobs(
-                    model.decoder,
-                    space,
-                    [s.ids for s in sequences],
-                    context=np.concatenate([opener, context]) if not first else None,
-                    renormalise=renormalise,
-                )
+                if segmented:
+                    start = 0 if first else len(opener) + len(context)
+                    values = _segmented_logprobs(
+                        model, chosen, unique, label, sequences, start, renormalise
+                    )
+                else:
+                    values = sequence_logprobs(
+                        model.decoder,
+                        space,
+                        [s.ids for s in sequences],
+                        context=np.concatenate([opener, context]) if not first else None,
+                        renormalise=renormalise,
+                    )
                 details = {
                     "document": d,
                     "sentence": i,
                     "unique_proposals": len(unique),
                     "renormalised": renormalise,
+                    "context": recorded,
                 }
                 score = _scores_from_trees(sentence, unique, sequences, values, "document-proposals", details)
                 scored.append(score)
                 previous = unique[int(np.argmax(score.details["tree_logprobs"]))]
+                chosen.append(previous)
                 context = np.concatenate(
                     [context, sequences[unique.index(previous)].ids[len(opener) if first else 0 :]]
                 )
             results.append(scored)
     return results
+
+
+def document_context(model, context: str) -> dict[str, Any]:
+    """What a document's tokens see under ``context`` (``document_scores``), as recorded in results:
+    ``{"context": ..., "segment_length": L, "memory_length": M, "memory": "smart"|"previous"}``
+    for a segmented model read as trained; lengths ``None`` where the whole prefix is seen."""
+    if context not in DOCUMENT_CONTEXTS:
+        raise InferenceError(f"context must be one of {', '.join(DOCUMENT_CONTEXTS)}, got {context!r}")
+    config = getattr(model, "config", None)  # a model without one reads whole sequences
+    segmented = context == "training" and all(
+        hasattr(target, name)
+        for target, name in ((model, "token_logprobs"), (model, "sequences"), (config, "memory_length"))
+    )
+    if not segmented:
+        return {"context": context, "segment_length": None, "memory_length": None, "memory": None}
+    return {
+        "context": context,
+        "segment_length": int(config.segment_length),
+        "memory_length": int(config.memory_length),
+        "memory": "smart" if getattr(config, "smart_memory", False) else "previous",
+    }
+
+
+def _segmented_logprobs(
+    model,
+    before: list[Tree],
+    trees: list[Tree],
+    label: str,
+    sequences: list[TreeSequence],
+    start: int,
+    renormalise: bool,
+) -> list[np.ndarray]:
+    """``log p(token | document before it)`` for each sequence's tokens by the model's own
+    segmented pass over the whole document ``(label before... tree)`` from ``<s>``
+    (``_training_pass_logprobs``); the sequence is its tokens from ``start`` on."""
+    documents = [document_tree([*before, tree], label) for tree in trees]
+    return _training_pass_logprobs(model, documents, sequences, start=start, renormalise=renormalise)
+
+
+def _longer_than_a_segment(model, recorded: dict[str, Any], trees: Sequence[Tree]) -> bool:
+    """Whether any of ``trees`` is, as the model reads it, longer than one of the segments it is
+    read in under ``recorded`` (``document_context``; never when the whole sequence is seen)."""
+    segment = recorded["segment_length"]
+    return segment is not None and int(model.sequences(trees).lengths.max()) > segment
+
+
+def _training_pass_logprobs(
+    model,
+    trees: Sequence[Tree],
+    sequences: Sequence[TreeSequence],
+    *,
+    start: int = 0,
+    renormalise: bool = False,
+) -> list[np.ndarray]:
+    """``log p(token | tokens before it)`` for each sequence's tokens by the model's own segmented
+    pass over its tree from ``<s>`` (``token_logprobs``: its training segment and memory lengths,
+    exact for the tree); the sequence is the tree's tokens from ``start`` on."""
+    if renormalise:
+        raise InferenceError(
+            "renormalise=True is computed by the incremental decoder, which reads a sequence longer "
+            "than a segment with full context: use context='full' with it"
+        )
+    full = model.sequences(trees)
+    values = model.token_logprobs(full)
+    out = []
+    for i, sequence in enumerate(sequences):
+        predicted = full[i].labels != PAD_ID  # one prediction per action after <s>, in order
+        ids, logprobs = full[i].labels[predicted], values[i][predicted]
+        end = start + len(sequence.ids)
+        if not np.array_equal(ids[start:end], sequence.ids):
+            raise InferenceError(f"proposal {i}: the model's tokens differ from the tree's tokens")
+        out.append(np.asarray(logprobs[start:end], dtype=np.float64))
+    return out
+
+
+def _training_pass_word_logprobs(model, sentence: EncodedSentence) -> np.ndarray:
+    """``log p(piece | pieces before it)`` for each piece of a words-only segmented model's
+    sentence and then ``</s>``, by the model's own segmented pass (``token_logprobs``)."""
+    # TXL (terminals) reads <s> pieces </s>; the bracket around the pieces only makes them one
+    # tree for ``tg_sequences`` and is not read.
+    n = len(sentence.ids)
+    ids = np.concatenate([[BOS_ID], sentence.ids, [BOS_ID]])
+    kinds = np.concatenate([[ActionKind.OPEN], np.full(n, ActionKind.WORD), [ActionKind.CLOSE]])
+    words = np.concatenate([[-1], sentence.piece_word, [-1]])
+    sequences = tg_sequences(ids, kinds, [0, n + 2], "txl-terminals", word_index=words)
+    predicted = sequences[0].labels != PAD_ID
+    if not np.array_equal(sequences[0].labels[predicted], np.append(sentence.ids, EOS_ID)):
+        raise InferenceError("the model's tokens differ from the sentence's pieces")
+    return np.asarray(model.token_logprobs(sequences)[0][predicted], dtype=np.float64)
+
+
+def document_perplexity_logprobs(
+    scores: Sequence[Sequence[SentenceScores]],
+) -> tuple[list[np.ndarray], list[float], dict[str, Any]]:
+    """``document_scores``' results as the arguments of ``eval.perplexity.perplexity`` (one entry
+    per sentence of every document; the totals are the documents' ``log p``), with the context
+    the documents were read in and the bound in ``marginalisation``."""
+    flat = [score for document in scores for score in document]
+    if not flat:
+        raise InferenceError("no scored sentences")
+    metadata: dict[str, Any] = {
+        "method": "document-proposals",
+        "perplexity": "upper bound (greedy best trees of earlier sentences, proposal trees)",
+        "renormalised": flat[0].details["renormalised"],
+        **flat[0].details["context"],
+    }
+    return [s.word_logprobs for s in flat], [float(s.end_logprob) for s in flat], metadata
 
 
 def _in_document(space: ActionSpace, vocab, previous: Tree | None, tree: Tree, label: str) -> TreeSequence:
@@ -490,6 +666,9 @@ def read_proposals(
 __all__ = [
     "ProposalError",
     "TreeSequence",
+    "DOCUMENT_CONTEXTS",
+    "document_context",
+    "document_perplexity_logprobs",
     "document_scores",
     "exact_scores",
     "gold_scores",

@@ -18,6 +18,14 @@ Methods (``method=``):
 - ``"proposals"``: joint models over given proposal trees (``proposals=``): ``log Σ_y p(x, y)``;
 - ``"auto"``: exact for words-only models, beam for joint ones.
 
+Context (``context=``): a segmented model (TG, TXL) is trained on segments of ``segment_length``
+tokens with ``memory_length`` memory slots (TG §2.2). With ``"training"`` (the default), exact,
+gold and proposals read a sequence longer than one segment (a document) by the model's own
+segmented pass, as trained; with ``"full"`` through the incremental decoder, which sees the whole
+sequence before each token. The beam search can only use the decoder: it always reads with full
+context, whatever ``context`` says, and ``perplexity_logprobs`` records ``"full"`` for it and
+warns when a sequence is longer than the training segment + memory.
+
 Token scores are per piece of the model's vocabulary (words for a word vocabulary), word scores
 sum a word's pieces. Scores are prefix probabilities, ``log p(w_i | w_<i)``; with ``eos=True`` an
 end entry ``</s>`` is added: ``log p(end | sentence)`` (``</s>`` and, for joint models, the
@@ -35,6 +43,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -50,7 +59,14 @@ from syntaxlm.inference.beam import (
     SentenceScores,
     beam_search,
 )
-from syntaxlm.inference.marginal import exact_scores, gold_scores, proposal_scores, rerank
+from syntaxlm.inference.marginal import (
+    DOCUMENT_CONTEXTS,
+    document_context,
+    exact_scores,
+    gold_scores,
+    proposal_scores,
+    rerank,
+)
 from syntaxlm.trees.tree import Tree
 
 METHODS = ("auto", "exact", "gold", "beam", "proposals")
@@ -82,7 +98,9 @@ class Scorer:
 
     ``beam``: the search's settings (the paper's 100/10/5 by default); ``renormalise``: for the
     gold and proposal methods, renormalise over valid actions as the beam does (default: the
-    model's own distribution, as trained). ``batch_size``: sentences per batch.
+    model's own distribution, as trained). ``context``: ``"training"`` or ``"full"`` for exact,
+    gold and proposals (module docstring); the beam always reads with full context.
+    ``batch_size``: sentences per batch.
     """
 
     def __init__(
@@ -92,11 +110,14 @@ class Scorer:
         method: Method = "auto",
         beam: BeamSettings = PAPER_BEAM,
         renormalise: bool = False,
+        context: str = "training",
         batch_size: int = 16,
         progress: bool = False,
     ):
         if method not in METHODS:
             raise InferenceError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+        if context not in DOCUMENT_CONTEXTS:
+            raise InferenceError(f"context must be one of {', '.join(DOCUMENT_CONTEXTS)}, got {context!r}")
         self.model = model
         self.joint = ActionSpace(model.action_grammar()).tree
         if method == "auto":
@@ -112,6 +133,7 @@ class Scorer:
         self.method = method
         self.beam = beam
         self.renormalise = renormalise
+        self.context = context
         self.batch_size = batch_size
         self.progress = progress
 
@@ -131,15 +153,22 @@ class Scorer:
         if self.method == "proposals" and proposals is None:
             raise InferenceError("method 'proposals' needs proposals= (a list of trees per sentence)")
         options = {"batch_size": self.batch_size, "progress": self.progress}
-        if self.method == "exact":
-            return exact_scores(self.model, sentences, **options)
         if self.method == "beam":
             return beam_search(self.model, sentences, self.beam, **options)
+        options["context"] = self.context
+        if self.method == "exact":
+            return exact_scores(self.model, sentences, **options)
         if self.method == "gold":
             return gold_scores(self.model, sentences, list(trees), renormalise=self.renormalise, **options)
         return proposal_scores(
             self.model, sentences, list(proposals), renormalise=self.renormalise, **options
         )
+
+    @property
+    def read_context(self) -> str:
+        """The context the scorer's numbers are read with: its ``context``, except ``"full"`` for
+        the beam search, whose decoder sees the whole sequence."""
+        return "full" if self.method == "beam" else self.context
 
     def token_score(
         self, sentences, *, surprisal: bool = False, unit: Unit = "nats", eos: bool = False, **given
@@ -363,23 +392,37 @@ def perplexity_logprobs(
     scorer: Scorer,
     sentences: Sequence[Sequence[str]],
     *,
-    count_eos: bool,
     scores: Sequence[SentenceScores] | None = None,
     **given,
-) -> tuple[list[np.ndarray], dict[str, Any]]:
-    """Per-sentence word log-probabilities (with the end entry last when ``count_eos``) and the
-    ``marginalisation`` metadata, for ``eval.perplexity.perplexity``. ``scores``: the scorer's own
-    scores of ``sentences`` when already computed (they are then not computed again)."""
+) -> tuple[list[np.ndarray], list[float], dict[str, Any]]:
+    """Per-sentence word log-probabilities, per-sentence end log-probabilities (``</s>``, or the
+    closing actions after the last word for joint models) and the ``marginalisation`` metadata:
+    the arguments of ``eval.perplexity.perplexity``. ``scores``: the scorer's own scores of
+    ``sentences`` when already computed (they are then not computed again).
+
+    The metadata records the context the sequences were read with (``context``, and for a
+    segmented model read as trained its ``segment_length``, ``memory_length`` and ``memory``;
+    ``marginal.document_context``). Read with full context, sequences longer than a segmented
+    model's training segment + memory (documents) see more than training gave: one warning says
+    how many."""
     if scores is None:
         scores = scorer.score(sentences, **given)
-    logprobs = [np.append(s.word_logprobs, s.end_logprob) if count_eos else s.word_logprobs for s in scores]
+    logprobs = [s.word_logprobs for s in scores]
+    ends = [float(s.end_logprob) for s in scores]
     bound = {
         "exact": "exact",
         "gold": "upper bound (one tree)",
         "proposals": "upper bound (proposal trees)",
         "beam": "approximate (beam search; an upper bound for the renormalised model)",
     }[scorer.method]
-    metadata: dict[str, Any] = {"method": scorer.method, "perplexity": bound}
+    context = scorer.read_context
+    metadata: dict[str, Any] = {
+        "method": scorer.method,
+        "perplexity": bound,
+        **document_context(scorer.model, context),
+    }
+    if context == "full":
+        _warn_beyond_training_context(scorer, scores)
     if scorer.method == "beam":
         settings = scorer.beam
         metadata |= {
@@ -390,4 +433,34 @@ def perplexity_logprobs(
         }
     elif scorer.method in ("gold", "proposals"):
         metadata["renormalised"] = scorer.renormalise
-    return logprobs, metadata
+    return logprobs, ends, metadata
+
+
+def _warn_beyond_training_context(scorer: Scorer, scores: Sequence[SentenceScores]) -> None:
+    """One warning when full context reads sequences longer than the segment + memory a
+    segmented model was trained with (its tree's sequence; without one, its pieces after ``<s>``)."""
+    model = scorer.model
+    trained = document_context(model, "training")
+    if trained["segment_length"] is None:
+        return
+    limit = trained["segment_length"] + trained["memory_length"]
+    lengths = [
+        len(s.pieces) + (2 if not scorer.joint else 1)
+        if s.tree is None
+        else int(model.sequences([s.tree]).lengths[0])
+        for s in scores
+    ]
+    longer = sum(length > limit for length in lengths)
+    if not longer:
+        return
+    why = (
+        "the beam search reads with full context only"
+        if scorer.method == "beam"
+        else "context='full' was asked for"
+    )
+    warnings.warn(
+        f"{longer} of {len(lengths)} sequences are longer than the model's training segment + memory "
+        f"({trained['segment_length']} + {trained['memory_length']} tokens) and are read with full "
+        f"context ({why}): each token sees more than training gave; the result says context=full",
+        stacklevel=3,
+    )

@@ -12,7 +12,10 @@ Numbers read per result kind:
   suites scored, the SG scores over the 31 suites of Hu et al. and the 33 of Qian et al. (only when
   every suite of the set is there) and circuit means over the suites present, plotted per model
   (TG Fig. 4);
-- ``perplexity``: corpus perplexity; with SG, a perplexity-vs-SG plot (structural guidance Fig. 4);
+- ``perplexity``: corpus perplexity per word (the end of sentence in the numerator, the words in
+  the denominator: TG §3.1, Qian et al. §3.2.1) and per token (the end counted as a token: PTB
+  LSTM LMs), each column labelled; with SG, a per-word-perplexity-vs-SG plot (structural guidance
+  Fig. 4). Older files (``count_eos``) are shown under the convention they used;
 - ``blimp``: overall accuracy; ``parseval``: bracket F1 (all sentences); ``uf1``: mean sentence F1
   and corpus F1 of the model; ``generation``: BLEU-n, Distinct-n, Self-BLEU-n.
 
@@ -94,9 +97,20 @@ def _is_result(path: Path) -> bool:
     return '"kind"' in head or '"provenance"' in head
 
 
+PERPLEXITY_PER_WORD = "perplexity per word (end included; TG, Qian et al.)"
+PERPLEXITY_PER_TOKEN = "perplexity per token (end counted as a token)"
+PERPLEXITY_WITHOUT_END = "perplexity per word (end left out)"
+
+
 def _metrics(kind: str, result: dict[str, Any]) -> dict[str, float]:
     if kind == "perplexity":
-        name = "perplexity" + (" (with </s>)" if result.get("count_eos") else "")
+        if "perplexity_per_word" in result:
+            return {
+                PERPLEXITY_PER_WORD: result["perplexity_per_word"],
+                PERPLEXITY_PER_TOKEN: result["perplexity_per_token"],
+            }
+        # Files from before the conventions were separated: count_eos divided by words + sentences.
+        name = PERPLEXITY_PER_TOKEN if result.get("count_eos") else PERPLEXITY_WITHOUT_END
         return {name: result["perplexity"]}
     if kind == "blimp":
         return {"BLiMP accuracy": result["overall_accuracy"]}
@@ -163,20 +177,21 @@ def make_report(
         lines += ["## SyntaxGym by circuit", "", "![SG accuracy by circuit](sg_circuits.png)", ""]
     # The SG axis: the 31-suite score when every run has it, else the mean over the suites scored.
     sg_label = SG_SETS["hu2020"]
-    if not all(sg_label in r.metrics for r in runs if "perplexity" in r.metrics):
+    if not all(sg_label in r.metrics for r in runs if PERPLEXITY_PER_WORD in r.metrics):
         sg_label = "SG mean over scored suites"
     points = {}
     for model in models:
         pairs = [
-            (r.metrics["perplexity"], r.metrics[sg_label])
+            (r.metrics[PERPLEXITY_PER_WORD], r.metrics[sg_label])
             for r in by_model[model]
-            if {"perplexity", sg_label} <= r.metrics.keys()
+            if {PERPLEXITY_PER_WORD, sg_label} <= r.metrics.keys()
         ]
         if pairs:
             points[model] = (statistics.mean(p for p, _ in pairs), statistics.mean(s for _, s in pairs))
     if points:
         figure = perplexity_vs_sg_figure(points)
         figure.axes[0].set_ylabel(sg_label)
+        figure.axes[0].set_xlabel(PERPLEXITY_PER_WORD)
         save_figure(figure, out / "perplexity_vs_sg.png")
         lines += ["## Perplexity and SG score", "", "![perplexity vs SG score](perplexity_vs_sg.png)", ""]
     if figure_sentence is not None:

@@ -6,13 +6,17 @@
 - ``evaluate_model``: a saved model on a test treebank (word-level perplexity, marginalised over
   trees for joint models; EVALB F1 of the beam's parses for joint models; UF1 of the induced trees
   for PRPN and SOM) and on SyntaxGym suites, each result a result file (``syntaxlm.results``);
-- ``suite_results``: a scorer on SyntaxGym suites, one result per suite (also ``eval sg --model``).
+- ``suite_results``: a scorer on SyntaxGym suites, one result per suite (also ``eval sg --model``);
+- ``recipe_on_splits``: a recipe reading given train/dev/test files, with training settings;
+- ``Stages``: the overall progress line of a long job, with the time left.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +57,39 @@ def find_recipe(name_or_path: str | Path) -> Path:
     raise ConfigError(f"no recipe named {str(name_or_path)!r} in {RECIPE_FOLDER}/; known recipes: {known}")
 
 
+# --- progress -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Stages:
+    """An overall progress display: ``[k/n] stage ... (elapsed, about T left)``. The time left is
+    the remaining stages' expected weights at the pace observed so far."""
+
+    weights: list[tuple[str, float]]
+    echo: Callable[[str], None] = print
+    start: float = field(default_factory=time.perf_counter)
+    done_weight: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def run(self, index: int, action: Callable[[], Any]) -> Any:
+        name, weight = self.weights[index]
+        elapsed = time.perf_counter() - self.start
+        left = sum(w for _, w in self.weights[index:])
+        eta = f", about {clock(elapsed / self.done_weight * left)} left" if self.done_weight else ""
+        self.echo(f"[{index + 1}/{len(self.weights)}] {name}  ({clock(elapsed)} elapsed{eta})")
+        began = time.perf_counter()
+        value = action()
+        self.timings[name] = round(time.perf_counter() - began, 1)
+        self.done_weight += weight
+        return value
+
+
+def clock(seconds: float) -> str:
+    """``m:ss``."""
+    seconds = round(seconds)
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
 # --- training -------------------------------------------------------------------------------------
 
 
@@ -85,12 +122,16 @@ def train_or_resume(config, out: str | Path, *, progress: bool = True) -> dict[s
 @dataclass(frozen=True)
 class EvalSettings:
     """How ``evaluate_model`` scores: the beam of joint models, how many test sentences (the first
-    ones; ``None``: all), sentences per batch, and whether the end of a sentence counts as a token."""
+    ones; ``None``: all), sentences per batch, and the context of words-only models' exact
+    perplexity (``Scorer``: ``"training"`` reads a document in the model's training segments with
+    its memory; the beam of joint models always reads with full context). Perplexity is reported
+    in every convention (``eval.perplexity``), so there is nothing to choose about the end of
+    sentence."""
 
     beam: BeamSettings = PAPER_BEAM
     test_sentences: int | None = None
     batch_size: int = 32
-    count_eos: bool = True
+    context: str = "training"
 
 
 def beam_options(scorer) -> dict[str, Any]:
@@ -182,8 +223,11 @@ def evaluate_model(
 ) -> dict[str, Path]:
     """Evaluate a saved model and write one result file per evaluation into ``out``:
 
-    - ``perplexity.json``: word-level perplexity on the test sentences (exact for words-only
-      models; for joint models the scorer's marginalisation, recorded with its bound);
+    - ``perplexity.json``: perplexity on the test sentences in each convention, labelled
+      (``perplexity_per_word``: TG/Qian et al.; ``perplexity_per_token``: the end of sentence
+      counted as a token), exact for words-only models; for joint models the scorer's
+      marginalisation, recorded with its bound; with the context each test tree (a sentence, or a
+      document as one ``(DOC ...)`` tree) was read in (``context_summary``);
     - ``parseval.json``: EVALB (COLLINS.prm) F1 of the beam's best trees, for joint models on a
       constituency test set (one beam search gives both);
     - ``uf1.json``: unsupervised F1 of the induced trees, for models that induce them;
@@ -202,7 +246,13 @@ def evaluate_model(
 
     model_folder, out = Path(model_folder), Path(out)
     model = load_model(model_folder)
-    scorer = Scorer(model, beam=settings.beam, batch_size=settings.batch_size, progress=progress)
+    scorer = Scorer(
+        model,
+        beam=settings.beam,
+        context=settings.context,
+        batch_size=settings.batch_size,
+        progress=progress,
+    )
     weights = {"model": model_folder / "model.safetensors"}
     written: dict[str, Path] = {}
     if test is not None:
@@ -210,17 +260,15 @@ def evaluate_model(
         trees = read_treebank(test)[: settings.test_sentences]
         words = [_tree_words(tree) for tree in trees]
         scores = scorer.score(words)
-        logprobs, marginalisation = perplexity_logprobs(
-            scorer, words, count_eos=settings.count_eos, scores=scores
-        )
-        options = {"eos": settings.count_eos, "test_sentences": len(words)}
+        logprobs, ends, marginalisation = perplexity_logprobs(scorer, words, scores=scores)
+        options = {"test_sentences": len(words)}
         written["perplexity"] = write_result(
             out / "perplexity.json",
             result_record(
                 "perplexity",
-                perplexity(logprobs, count_eos=settings.count_eos, marginalisation=marginalisation).to_json(),
+                perplexity(logprobs, ends, marginalisation=marginalisation).to_json(),
                 inputs={"data": test, **weights},
-                options=options,
+                options=options | {"context": marginalisation["context"]},
             ),
         )
         constituency = treebank_kind(test) == "constituency"
@@ -265,6 +313,19 @@ def evaluate_model(
     return written
 
 
+def context_summary(marginalisation: Mapping[str, Any]) -> str:
+    """What a perplexity result's sequences saw, in words, from its ``marginalisation``."""
+    method = marginalisation.get("method", "?")
+    if marginalisation.get("context") == "full":
+        return f"by {method}, read with full context (each token sees the whole sequence before it)"
+    if marginalisation.get("segment_length") is None:
+        return f"by {method}, read as trained (the whole sequence before each token)"
+    return (
+        f"by {method}, read as trained: segments of {marginalisation['segment_length']} tokens, "
+        f"{marginalisation['memory_length']} memory slots ({marginalisation['memory']} memory)"
+    )
+
+
 def _gold_trees(reader, words: Sequence[Sequence[str]], path: Path) -> list:
     """The trees of ``reader`` for the scored sentences ``words`` (the first trees of the file),
     checked to have the same number of words (traces aside) as the sentence the model scored."""
@@ -294,8 +355,6 @@ def recipe_with_data(
 ):
     """The recipe's ``RunConfig`` with its treebank files looked up in ``data`` (by their file
     names: ``data/ptb/train.trees`` becomes ``DATA/train.trees``), then ``overrides`` applied."""
-    import json
-
     from syntaxlm.files import read_text
     from syntaxlm.train.config import apply_overrides, parse_yaml, run_config
 
@@ -326,6 +385,27 @@ def recipe_with_data(
     return run_config(document, where=where)
 
 
+DATA_ROLES = (("train", "train"), ("valid", "dev"), ("test", "test"))  # recipe key, split
+
+
+def recipe_on_splits(
+    recipe_name: str | Path,
+    splits: Mapping[str, Path],
+    *,
+    train: Mapping[str, Any],
+    overrides: Sequence[str] = (),
+    seed: int | None = None,
+):
+    """The recipe's ``RunConfig`` reading the treebank files ``splits`` (``train``, ``dev``,
+    ``test``: those given), with ``train.KEY`` set to each value of ``train`` and then the
+    ``KEY=VALUE`` ``overrides`` applied."""
+    changes = [
+        f"data.{role}={json.dumps(str(splits[split]))}" for role, split in DATA_ROLES if split in splits
+    ]
+    changes += [f"train.{key}={json.dumps(value)}" for key, value in train.items()]
+    return recipe_with_data(find_recipe(recipe_name), None, [*changes, *overrides], seed=seed)
+
+
 def reproduce(
     recipe_name: str | Path,
     out: str | Path,
@@ -353,9 +433,12 @@ def reproduce(
         train_or_resume(config, run, progress=True)
         test = data_paths(config.data, run).get("test")  # a synthetic recipe's lives in the run
         echo(f"[{k}/{len(configs)}] seed {seed}: evaluating {run / 'best'}")
-        evaluate_model(
+        written = evaluate_model(
             run / "best", run / "results", test=test, suites=suites, settings=settings, progress=True
         )
+        if "perplexity" in written:
+            marginalisation = read_result(written["perplexity"])["result"]["marginalisation"]
+            echo(f"[{k}/{len(configs)}] seed {seed}: perplexity {context_summary(marginalisation)}")
         runs.append(run)
     path = make_report(runs, out)
     echo(f"report: {path}")

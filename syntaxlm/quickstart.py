@@ -24,7 +24,7 @@ import platform
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -32,13 +32,20 @@ from typing import Any
 
 from syntaxlm import __version__
 from syntaxlm.errors import InputFormatError
-from syntaxlm.experiments import EvalSettings, evaluate_model, find_recipe, recipe_with_data, train_or_resume
+from syntaxlm.experiments import (
+    EvalSettings,
+    Stages,
+    clock,
+    evaluate_model,
+    recipe_on_splits,
+    train_or_resume,
+)
+from syntaxlm.eval.intervals import bootstrap_difference, bootstrap_mean, verdict
 from syntaxlm.files import atomic_writer
 from syntaxlm.inference.beam import BeamSettings
 from syntaxlm.results import read_result
 
 SPLITS = ("train", "dev", "test")
-DATA_ROLES = (("train", "train"), ("valid", "dev"), ("test", "test"))  # recipe key, split
 
 
 @dataclass(frozen=True)
@@ -69,8 +76,9 @@ AGREEMENT_AND_LICENSING = ("synthetic_number_", "synthetic_reflexive_", "synthet
 
 @dataclass(frozen=True)
 class Budget:
-    """What one quickstart costs: the treebank's size, items per suite, the passes over the
-    training sentences every model makes (rows per batch), and how the models are scored."""
+    """What one quickstart costs: the treebank's size and lexicon (the synthetic grammar's
+    ``lexicon_size``: the most frequent words of each open class), items per suite, the passes over
+    the training sentences every model makes (rows per batch), and how the models are scored."""
 
     sentences: int
     items_per_suite: int
@@ -78,53 +86,33 @@ class Budget:
     batch_size: int
     test_sentences: int
     beam: BeamSettings
-    figure_sentence: str = "The authors near the senator have praised themselves ."
+    lexicon_size: int | None = None
+    figure_sentence: str = "The officials near the boy have seen themselves ."
 
 
+# A lexicon of 20 words per class: every noun is seen often (median 52 times in 6,400 sentences,
+# against 4 with the whole lexicon), which agreement needs (docs/learning-curve.md).
 FULL = Budget(
-    sentences=8000,
-    items_per_suite=20,
+    sentences=6000,
+    items_per_suite=30,
     epochs=3,
     batch_size=32,
     test_sentences=150,
     beam=BeamSettings(10, 3, 1),
+    lexicon_size=20,
 )
 FAST = Budget(
-    sentences=400, items_per_suite=2, epochs=1, batch_size=32, test_sentences=20, beam=BeamSettings(5, 2, 1)
+    sentences=400,
+    items_per_suite=2,
+    epochs=1,
+    batch_size=32,
+    test_sentences=20,
+    beam=BeamSettings(5, 2, 1),
+    lexicon_size=20,
 )
 
 
 # --- progress -------------------------------------------------------------------------------------
-
-
-@dataclass
-class Stages:
-    """An overall progress display: ``[k/n] stage ... (elapsed, about T left)``. The time left is
-    the remaining stages' expected weights at the pace observed so far."""
-
-    weights: list[tuple[str, float]]
-    echo: Callable[[str], None] = print
-    start: float = field(default_factory=time.perf_counter)
-    done_weight: float = 0.0
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def run(self, index: int, action: Callable[[], Any]) -> Any:
-        name, weight = self.weights[index]
-        elapsed = time.perf_counter() - self.start
-        left = sum(w for _, w in self.weights[index:])
-        eta = f", about {_clock(elapsed / self.done_weight * left)} left" if self.done_weight else ""
-        self.echo(f"[{index + 1}/{len(self.weights)}] {name}  ({_clock(elapsed)} elapsed{eta})")
-        began = time.perf_counter()
-        value = action()
-        self.timings[name] = round(time.perf_counter() - began, 1)
-        self.done_weight += weight
-        return value
-
-
-def _clock(seconds: float) -> str:
-    seconds = round(seconds)
-    return f"{seconds // 60}:{seconds % 60:02d}"
-
 
 # Relative cost of each stage for the ETA: seconds per training epoch and seconds of evaluation
 # on 2 idle CPU cores (FULL budget, 2026-11-25), in units of TXL (terminals)'s epoch.
@@ -146,12 +134,16 @@ def prepare_data(out: Path, *, data: Path | None, budget: Budget, seed: int) -> 
     folder = out / "data"
     if data is None:
         manifest = write_synthetic_treebank(
-            folder, sentences=budget.sentences, seed=seed, items_per_suite=budget.items_per_suite
+            folder,
+            sentences=budget.sentences,
+            seed=seed,
+            items_per_suite=budget.items_per_suite,
+            lexicon_size=budget.lexicon_size,
         )
         splits = {split: folder / f"{split}.trees" for split in SPLITS}
         suites = sorted((folder / "suites").glob("*.json"))
         source = {
-            "synthetic": {"sentences": budget.sentences, "seed": seed},
+            "synthetic": {"sentences": budget.sentences, "seed": seed, "lexicon_size": budget.lexicon_size},
             "suites": manifest.get("suites"),
         }
     else:
@@ -228,17 +220,17 @@ def user_splits(data: Path, folder: Path) -> dict[str, Path]:
 
 def model_config(name: str, splits: dict[str, Path], budget: Budget, seed: int):
     """The tiny recipe of ``name`` on the quickstart's splits and budget (``RunConfig``)."""
-    overrides = [f"data.{role}={json.dumps(str(splits[split]))}" for role, split in DATA_ROLES] + [
-        f"train.batch_size={budget.batch_size}",
-        f"train.epochs={budget.epochs}",
-        "train.max_steps=1000000",
-        "train.eval_every=1000000",  # validated once, at the end: the model evaluated is the last one
-        "train.checkpoint_every=50",
-        "train.patience=null",
+    train = {
+        "batch_size": budget.batch_size,
+        "epochs": budget.epochs,
+        "max_steps": 1000000,
+        "eval_every": 1000000,  # validated once, at the end: the model evaluated is the last one
+        "checkpoint_every": 50,
+        "patience": None,
         # about 40 points on each training-loss curve of the report
-        f"train.log_every={max(1, budget.epochs * budget.sentences // budget.batch_size // 40)}",
-    ]
-    config = recipe_with_data(find_recipe(f"{name}-tiny"), None, overrides, seed=seed)
+        "log_every": max(1, budget.epochs * budget.sentences // budget.batch_size // 40),
+    }
+    config = recipe_on_splits(f"{name}-tiny", splits, train=train, seed=seed)
     if hasattr(config.model, "dependency_batches"):  # DMLM: stage 1 for a fifth of the first epoch
         config.model = replace(
             config.model, dependency_batches=max(1, budget.sentences // (6 * budget.batch_size))
@@ -334,7 +326,7 @@ def run_quickstart(
     with atomic_writer(out / "summary.json") as handle:
         json.dump(summary, handle, indent=2, ensure_ascii=False)
     echo(table)
-    echo(f"report: {out / 'report.md'}  ({_clock(summary['total_seconds'])} in all)")
+    echo(f"report: {out / 'report.md'}  ({clock(summary['total_seconds'])} in all)")
     return summary
 
 
@@ -351,7 +343,7 @@ def model_numbers(run: Path) -> dict[str, Any]:
     results = run / "results"
     if (results / "perplexity.json").is_file():
         result = read_result(results / "perplexity.json")["result"]
-        numbers["perplexity"] = result["perplexity"]
+        numbers["perplexity_per_word"] = result["perplexity_per_word"]
         numbers["perplexity_method"] = (result.get("marginalisation") or {}).get("method", "exact")
     if (results / "parseval.json").is_file():
         summary = read_result(results / "parseval.json")["result"]["summary"]["all"]
@@ -362,6 +354,11 @@ def model_numbers(run: Path) -> dict[str, Any]:
     for path in sorted((results / "sg").glob("*.json")):
         result = read_result(path)["result"]
         numbers["suites"][result["suite"]] = result["accuracy_pred0"]
+        # Per-item outcomes of prediction 0 (the published accuracy's items), for intervals.
+        numbers.setdefault("suite_items", {})[result["suite"]] = [
+            float(item["results"][0]) for item in result.get("items", [])
+        ]
+        numbers.setdefault("suite_chance", {})[result["suite"]] = result.get("chance_pred0")
     if numbers["suites"]:
         numbers["sg_mean"] = statistics.mean(numbers["suites"].values())
         focus = [v for s, v in numbers["suites"].items() if s.startswith(AGREEMENT_AND_LICENSING)]
@@ -376,31 +373,82 @@ def _number(value: float | None, digits: int = 3) -> str:
 
 def pattern_statement(numbers: dict[str, dict[str, Any]]) -> str:
     """Whether the models trained on trees are ahead of the words-only baseline on the agreement
-    and licensing suites, as the papers report, said plainly either way."""
-    base = numbers.get(WORDS_ONLY_BASELINE, {}).get("agreement_licensing")
-    if base is None:
+    and licensing suites, as the papers report, said plainly either way. Each accuracy (the mean of
+    the suites' accuracies) comes with its 95% bootstrap interval over the suites' items; a model is
+    "ahead" or "behind" only when the interval of its difference from the baseline (paired on the
+    same items, ``eval.intervals.bootstrap_difference``) excludes 0, else "no difference"."""
+    base = numbers.get(WORDS_ONLY_BASELINE, {})
+    if base.get("agreement_licensing") is None:
         return (
             "The words-only baseline (TXL (terminals)) was not scored on the suites; no comparison is made."
         )
+    base_items = _focus_items(base)
     structured = [m.name for m in MODELS if not m.trees.startswith("none") and m.name in numbers]
-    ahead = [n for n in structured if numbers[n].get("agreement_licensing", -1) > base]
-    behind = [n for n in structured if n not in ahead and "agreement_licensing" in numbers[n]]
-    shown = lambda names: ", ".join(f"{n} ({numbers[n]['agreement_licensing']:.3f})" for n in names)
-    text = f"On the agreement and licensing suites the words-only TXL (terminals) scores {base:.3f}. "
-    if ahead and not behind:
-        return (
-            text
-            + f"Every model trained on trees is ahead of it: {shown(ahead)}, the pattern the papers report."
+    scored = [n for n in structured if "agreement_licensing" in numbers[n]]
+    verdicts: dict[str, list[str]] = {"ahead": [], "no difference": [], "behind": [], "not compared": []}
+    shown: dict[str, str] = {}
+    for name in scored:
+        items = _focus_items(numbers[name])
+        if base_items is None or items is None or items[1] != base_items[1]:
+            verdicts["not compared"].append(name)
+            shown[name] = f"{name} ({numbers[name]['agreement_licensing']:.3f})"
+            continue
+        accuracy = bootstrap_mean([items[0]], groups=items[1])
+        verdicts[verdict(bootstrap_difference([items[0]], [base_items[0]], groups=items[1]))].append(name)
+        shown[name] = f"{name} {accuracy.text()}"
+    listed = lambda names: ", ".join(shown[n] for n in names)  # noqa: E731
+    if base_items is None:
+        text = (
+            f"On the agreement and licensing suites the words-only TXL (terminals) scores "
+            f"{base['agreement_licensing']:.3f}; its result files hold no per-item outcomes, so no model is "
+            f"compared with it ({listed(scored)})."
         )
+        return text
+    base_interval = bootstrap_mean([base_items[0]], groups=base_items[1])
+    n_suites = len(set(base_items[1]))
+    text = (
+        f"On the agreement and licensing suites ({len(base_items[0])} items in {n_suites} suites) the "
+        f"words-only TXL (terminals) scores {base_interval.text()} (accuracy [95% bootstrap interval "
+        "over the items; one training run per model, so seed-to-seed variation is not in it]). "
+    )
+    parts = []
+    for key, label in (
+        ("ahead", "Ahead of it (the interval of the difference above 0)"),
+        ("no difference", "No difference from it (the interval of the difference contains 0)"),
+        ("behind", "Behind it"),
+        ("not compared", "Not compared (other items or no per-item outcomes)"),
+    ):
+        if verdicts[key]:
+            parts.append(f"{label}: {listed(verdicts[key])}.")
+    text += " ".join(parts) + " "
+    ahead = verdicts["ahead"]
+    if ahead and len(ahead) == len(scored):
+        return text + "Every model trained on trees is ahead of it, the pattern the papers report."
     if ahead:
         return text + (
-            f"Ahead of it: {shown(ahead)}. Not ahead: {shown(behind)}. The papers' pattern (structure-aware "
-            "models ahead) appears only for the models listed first at this scale."
+            "The papers' pattern (structure-aware models ahead) appears only for the models ahead at "
+            "this scale."
         )
     return text + (
-        f"No model trained on trees is ahead of it ({shown(behind)}): the pattern the papers report does not "
-        "appear at this scale."
+        "No model trained on trees is ahead of it: the pattern the papers report does not appear at "
+        "this scale."
     )
+
+
+def _focus_items(numbers: dict[str, Any]) -> tuple[list[float], list[str]] | None:
+    """A model's per-item outcomes on the agreement and licensing suites, concatenated in suite
+    order, and each item's suite; None when a suite's result has no per-item outcomes."""
+    outcomes: list[float] = []
+    suites: list[str] = []
+    for suite in sorted(numbers.get("suites", {})):
+        if not suite.startswith(AGREEMENT_AND_LICENSING):
+            continue
+        items = numbers.get("suite_items", {}).get(suite)
+        if not items:
+            return None
+        outcomes += items
+        suites += [suite] * len(items)
+    return (outcomes, suites) if outcomes else None
 
 
 def write_report(
@@ -418,7 +466,7 @@ def write_report(
     numbers = {
         m.name: model_numbers(out / "runs" / m.name) for m in chosen if (out / "runs" / m.name).is_dir()
     }
-    header = "| model | paper | trees in training | parameters | test PPL (method) | SG mean | agreement & licensing | parse F1 | UF1 |"
+    header = "| model | paper | trees in training | parameters | test PPL per word (method) | SG mean | agreement & licensing | parse F1 | UF1 |"
     table = [header, "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for m in chosen:
         n = numbers.get(m.name)
@@ -427,7 +475,7 @@ def write_report(
                 f"| {m.name} | {m.paper} | {m.trees} | not run: {summary['skipped'].get(m.name, '')} |||||| "
             )
             continue
-        ppl = f"{_number(n.get('perplexity'), 2)} ({n.get('perplexity_method', '–')})"
+        ppl = f"{_number(n.get('perplexity_per_word'), 2)} ({n.get('perplexity_method', '–')})"
         table.append(
             f"| {m.name} | {m.paper} | {m.trees} | {n.get('parameters', 0):,} | {ppl} | {_number(n.get('sg_mean'))} "
             f"| {_number(n.get('agreement_licensing'))} | {_number(n.get('parse_f1'), 1)} | {_number(n.get('uf1'), 1)} |"
@@ -456,9 +504,23 @@ def write_report(
         by_suite = {name: n["suites"] for name, n in numbers.items() if n["suites"]}
         short = {s: s.removeprefix("synthetic_") for s in suites}
         accuracy = {name: {short[s]: v for s, v in values.items()} for name, values in by_suite.items()}
+        intervals = {
+            name: {short[s]: bootstrap_mean([v]) for s, v in numbers[name].get("suite_items", {}).items() if v}
+            for name in by_suite
+        }
+        chance = {
+            short[s]: level
+            for n in numbers.values()
+            for s, level in n.get("suite_chance", {}).items()
+            if level is not None
+        }
         save_figure(
             circuit_accuracy_figure(
-                accuracy, circuits=[short[s] for s in suites], title="SyntaxGym accuracy by suite"
+                accuracy,
+                circuits=[short[s] for s in suites],
+                title="SyntaxGym accuracy by suite",
+                intervals=intervals,
+                chance=chance or None,
             ),
             figures / "sg_suites.png",
         )
@@ -472,12 +534,12 @@ def write_report(
             )
         lines.append("")
         points = {
-            name: (n["perplexity"], n["sg_mean"])
+            name: (n["perplexity_per_word"], n["sg_mean"])
             for name, n in numbers.items()
-            if "perplexity" in n and "sg_mean" in n
+            if "perplexity_per_word" in n and "sg_mean" in n
         }
         if points:
-            figure = perplexity_vs_sg_figure(points, title="test perplexity and mean SG accuracy")
+            figure = perplexity_vs_sg_figure(points, title="test perplexity per word and mean SG accuracy")
             figure.axes[0].set_ylabel("mean accuracy over the suites")
             save_figure(figure, figures / "perplexity_vs_sg.png")
             lines += ["![perplexity vs SG](figures/perplexity_vs_sg.png)", ""]
@@ -532,7 +594,8 @@ def _data_line(summary: dict[str, Any], budget: Budget) -> str:
     train = summary["treebank"].get("train", {})
     what = (
         f"the synthetic treebank (seed {summary['seed']}, {budget.sentences} sentences, "
-        f"{budget.items_per_suite} items per suite)"
+        + (f"the {budget.lexicon_size} most frequent words of each open class, " if budget.lexicon_size else "")
+        + f"{budget.items_per_suite} items per suite)"
         if "synthetic" in source
         else f"`{source['treebank']}`"
     )
@@ -546,8 +609,10 @@ def _data_line(summary: dict[str, Any], budget: Budget) -> str:
 def _method_note(budget: Budget) -> str:
     beam = budget.beam
     return (
-        f"Perplexity: the first {budget.test_sentences} test sentences, per word with the end of the "
-        "sentence counted. Words-only models are exact; the joint models (trees and words) marginalise "
+        f"Perplexity: the first {budget.test_sentences} test sentences, per word as TG (§3.1) and Qian et "
+        "al. (§3.2.1) report it: -log p of the whole sentences, the end of sentence included (</s>, or the "
+        "closing actions for the joint models), over the number of words; results/perplexity.json also "
+        "holds the per-token number (the end counted as a token). Words-only models are exact; the joint models (trees and words) marginalise "
         f"over trees by a word-synchronous beam (action beam {beam.action_beam}, word beam {beam.word_beam}, "
         f"fast track {beam.fast_track}: small for speed; the papers use 100/10/5), which sums over fewer "
         "trees than exist and so overstates their perplexity. Parse F1: EVALB (COLLINS.prm) of the "

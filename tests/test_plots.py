@@ -72,6 +72,33 @@ def test_circuit_bars_one_per_model_and_circuit(tmp_path):
     assert save_figure(figure, tmp_path / "sg.png").stat().st_size > 1000
 
 
+def test_circuit_bars_show_chance_zeros_and_intervals(tmp_path):
+    from syntaxlm.eval.intervals import Interval
+
+    accuracy = {"TG": {"a": 0.8, "b": 0.0}, "TXL": {"a": 0.7, "b": 0.5}}
+    intervals = {"TG": {"a": Interval(0.8, 0.6, 0.95)}, "TXL": {"a": Interval(0.7, 0.5, 0.9)}}
+    chance = {"a": 0.25, "b": 0.5}
+    figure = circuit_accuracy_figure(accuracy, circuits=["a", "b"], intervals=intervals, chance=chance)
+    axes = figure.axes[0]
+    dashed = [line for line in axes.lines if line.get_linestyle() == "--"]
+    assert sorted(line.get_ydata()[0] for line in dashed) == [0.25, 0.5]  # one chance level per group
+    stubs = [line for line in axes.lines if line.get_linestyle() == "-" and list(line.get_ydata()) == [0, 0]]
+    assert len(stubs) == 1  # TG's 0 on b is drawn
+    bars = axes.containers  # the two bar groups and the two error-bar sets
+    errors = [c for c in bars if c.__class__.__name__ == "ErrorbarContainer"]
+    assert len(errors) == 2
+    segments = errors[0].lines[2][0].get_segments()
+    assert np.allclose(segments[0][:, 1], [0.6, 0.95])  # TG's interval on a
+    labels = [text.get_text() for text in figure.legends[0].get_texts()]
+    assert labels == ["TG", "TXL", "chance: conditions not told apart"]
+    one_level = circuit_accuracy_figure(accuracy, chance=0.5)
+    assert "chance (0.50)" in one_level.legends[0].get_texts()[-1].get_text()
+    assert save_figure(figure, tmp_path / "sg.png").stat().st_size > 1000
+    # Many groups wrap onto several rows, each readable.
+    many = {m: {f"suite{k}": 0.5 for k in range(17)} for m in "ABCDEFGH"}
+    assert len(circuit_accuracy_figure(many).axes) == 3
+
+
 def test_perplexity_and_surprisal_figures(tmp_path):
     figure = perplexity_vs_sg_figure({"TG": (61.8, 0.82), "TXL": (62.6, 0.61)})
     assert [text.get_text() for text in figure.axes[0].texts] == ["TG", "TXL"]

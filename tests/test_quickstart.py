@@ -76,10 +76,10 @@ def test_the_reports_numbers_are_those_of_the_result_files(quickstart):
     for name in CHOSEN:
         numbers = model_numbers(out / "runs" / name)
         row = rows[name]
-        assert row[4].startswith(f"{numbers['perplexity']:.2f} ({numbers['perplexity_method']})")
+        assert row[4].startswith(f"{numbers['perplexity_per_word']:.2f} ({numbers['perplexity_method']})")
         assert row[5] == f"{numbers['sg_mean']:.3f}"
-        ppl = read_result(out / "runs" / name / "results" / "perplexity.json")["result"]["perplexity"]
-        assert numbers["perplexity"] == ppl
+        ppl = read_result(out / "runs" / name / "results" / "perplexity.json")["result"]
+        assert numbers["perplexity_per_word"] == ppl["perplexity_per_word"]
     prpn_uf1 = read_result(out / "runs" / "prpn" / "results" / "uf1.json")["result"]["model"][
         "mean_sentence_f1"
     ]
@@ -149,14 +149,45 @@ def test_bad_choices_are_refused(tmp_path):
         run_quickstart(tmp_path / "x", data=folder, budget=TINY, echo=print)
 
 
+def _scored(accuracy_by_suite: dict[str, list[float]]) -> dict:
+    """A model's numbers as ``model_numbers`` reads them: per-suite accuracy and item outcomes."""
+    suites = {s: sum(v) / len(v) for s, v in accuracy_by_suite.items()}
+    return {
+        "suites": suites,
+        "suite_items": accuracy_by_suite,
+        "agreement_licensing": sum(suites.values()) / len(suites),
+    }
+
+
 def test_the_pattern_is_stated_plainly_either_way():
-    ahead = {"txl-terminals": {"agreement_licensing": 0.5}, "tg": {"agreement_licensing": 0.7}}
-    assert "the pattern the papers report" in pattern_statement(ahead)
-    assert "does not" not in pattern_statement(ahead)
-    behind = {"txl-terminals": {"agreement_licensing": 0.5}, "tg": {"agreement_licensing": 0.4}}
+    n = 40
+    half = [1.0, 0.0] * (n // 2)  # 0.5 on each suite
+    base = _scored({"synthetic_number_src": half, "synthetic_npi_src_any": half})
+    nearly_all = [1.0] * (n - 2) + [0.0] * 2
+    strong = _scored({"synthetic_number_src": [1.0] * n, "synthetic_npi_src_any": nearly_all})
+    ahead = {"txl-terminals": base, "tg": strong}
+    text = pattern_statement(ahead)
+    assert "the pattern the papers report" in text and "does not" not in text
+    assert "(80 items in 2 suites)" in text
+    assert re.search(r"TXL \(terminals\) scores 0\.500 \[0\.\d{3}, 0\.\d{3}\]", text)
+    ahead_of_it = r"Ahead of it \(the interval of the difference above 0\): tg 0\.975 \[0\.9\d\d, 1\.000\]"
+    assert re.search(ahead_of_it, text)
+    weak = _scored({"synthetic_number_src": [0.0] * n, "synthetic_npi_src_any": [1 - v for v in nearly_all]})
+    behind = {"txl-terminals": base, "tg": weak}
+    assert "Behind it: tg 0.025" in pattern_statement(behind)
     assert "does not appear at this scale" in pattern_statement(behind)
-    mixed = {**ahead, "plm-mask": {"agreement_licensing": 0.1}}
-    assert re.search(r"Ahead of it: tg \(0\.700\)\. Not ahead: plm-mask \(0\.100\)", pattern_statement(mixed))
+    # One item in eighty better than the baseline: a higher point accuracy, but no difference.
+    close = _scored({"synthetic_number_src": [1.0, 1.0] + half[2:], "synthetic_npi_src_any": half})
+    mixed = {**ahead, "plm-mask": close}
+    text = pattern_statement(mixed)
+    assert close["agreement_licensing"] > base["agreement_licensing"]
+    no_difference = r"No difference from it \(the interval of the difference contains 0\): plm-mask 0\.512"
+    assert re.search(no_difference, text)
+    assert "appears only for the models ahead" in text
+    # Result files without per-item outcomes: no comparison claimed.
+    unscored = {"suites": {"synthetic_number_src": 0.5}, "agreement_licensing": 0.5}
+    old = {"txl-terminals": unscored, "tg": strong}
+    assert "no model is compared with it" in pattern_statement(old)
 
 
 def test_stages_estimate_the_time_left_from_the_pace_so_far():

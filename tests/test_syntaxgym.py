@@ -32,6 +32,7 @@ from syntaxlm.eval.syntaxgym import (
     ScoredTokens,
     TokenizerConvention,
     align_regions,
+    chance_accuracy,
     evaluate_suite,
     format_suite_result,
     load_suite,
@@ -409,7 +410,83 @@ def test_conditions_are_found_by_name_and_accuracies_follow_both_conventions():
     assert [item.results for item in result.items] == [(True, True), (True, False)]
     assert result.accuracy_pred0 == 1.0 and result.accuracy_all_predictions == 0.5
     assert result.accuracy_per_prediction == (1.0, 0.5)
-    assert result.to_json()["items"][1] == {"item_number": 2, "results": [True, False], "all": False}
+    item = result.to_json()["items"][1]
+    assert {k: item[k] for k in ("item_number", "results", "all")} == {
+        "item_number": 2,
+        "results": [True, False],
+        "all": False,
+    }
+
+
+def test_results_keep_the_region_surprisals_margins_and_near_ties():
+    data = small_suite(
+        predictions=[
+            {"type": "formula", "formula": "[(2;%mismatch%) > (2;%match%)]"},
+            {"type": "formula", "formula": "[(2;%mismatch%) > (2;%match%)] & [(3;%mismatch%) < (3;%match%)]"},
+        ]
+    )
+    suite = suite_from_json(data)
+    values = {
+        1: {"match": [5.0, 1.0, 2.0], "mismatch": [5.0, 3.5, 1.0]},  # clear: margins 2.5 and 1.0
+        2: {"mismatch": [5.0, 4.0, 2.0], "match": [5.0, 4.004, 2.0]},  # a tie at the verb, and region 3
+    }
+    scored = evaluate_suite(suite, values)
+    assert [item.tie for item in scored.items] == [False, True]
+    assert scored.ties == 1 and scored.ties_per_prediction == (1, 1)
+    result = json.loads(json.dumps(scored.to_json()))  # plain JSON
+    clear, tie = result["items"]
+    assert clear["region_surprisals_bits"] == {"match": [5.0, 1.0, 2.0], "mismatch": [5.0, 3.5, 1.0]}
+    assert tie["region_surprisals_bits"] == {"match": [5.0, 4.004, 2.0], "mismatch": [5.0, 4.0, 2.0]}
+    p0, p1 = clear["predictions"]
+    assert p0["holds"] and p0["margin_bits"] == pytest.approx(2.5) and not p0["tie"]
+    assert p0["comparisons"] == [
+        {"operator": ">", "left_bits": 3.5, "right_bits": 1.0, "holds": True, "margin_bits": 2.5}
+    ]
+    # A conjunction is as far from flipping as its closest comparison.
+    assert p1["holds"] and p1["margin_bits"] == pytest.approx(1.0)
+    assert [c["margin_bits"] for c in p1["comparisons"]] == [pytest.approx(2.5), pytest.approx(1.0)]
+    assert not clear["tie"] and clear["results"] == [True, True]
+    t0, t1 = tie["predictions"]
+    assert not t0["holds"] and t0["margin_bits"] == pytest.approx(-0.004) and t0["tie"]
+    assert t0["comparisons"][0]["left_bits"] == 4.0 and t0["comparisons"][0]["right_bits"] == 4.004
+    # Both comparisons of p1 are near ties (-0.004 at the verb, 0.0 at region 3); "&" keeps the smaller.
+    assert t1["tie"] and t1["margin_bits"] == pytest.approx(-0.004)
+    assert tie["tie"] and tie["results"] == [False, False]
+    assert result["ties"] == 1 and result["ties_per_prediction"] == [1, 1]
+    assert result["tie_threshold_bits"] == 0.01
+    assert "1 of 2 items" in result["tie_note"] and "round-off" in result["tie_note"]
+    assert result["accuracy_pred0"] == 0.5  # old readers see the same fields
+    text = format_suite_result(result)
+    assert "~-0.0040" in text and "+2.5000" in text and "near ties: 1 of 2 items" in text
+
+
+@pytest.mark.parametrize(
+    ("formula", "chance"),
+    [
+        ("(2;%a%) < (2;%b%)", 1 / 2),
+        ("[(2;%a%) < (2;%b%)] & [(2;%c%) < (2;%d%)]", 1 / 4),  # number_*, reflexive_*
+        ("[(2;%a%) < (2;%b%)] | [(2;%c%) < (2;%d%)]", 3 / 4),
+        # npi_*: a < b, c < d and a < d hold together in 5 of the 24 orderings of a, b, c, d
+        ("[(2;%a%) < (2;%b%)] & [(2;%c%) < (2;%d%)] & [(2;%a%) < (2;%d%)]", 5 / 24),
+        ("(2;%a%) = (2;%b%)", 0.0),  # continuous values are never equal
+    ],
+)
+def test_chance_is_exact_for_comparisons_of_regions(formula, chance):
+    assert chance_accuracy(parse_formula(formula), 3) == pytest.approx(chance, abs=1e-12)
+
+
+def test_chance_of_sums_and_differences_is_estimated():
+    # center_embed: a sum against a sum, symmetric, so 1/2; mvrr's third comparison of differences.
+    assert chance_accuracy(parse_formula("[(1;%a%) + (2;%a%)] < [(1;%b%) + (2;%b%)]"), 3) == pytest.approx(
+        0.5, abs=0.005
+    )
+    assert chance_accuracy(parse_formula("(*;%a%) < (*;%b%)"), 3) == pytest.approx(0.5, abs=0.005)
+    # (a - b) > 0 is a > b
+    assert chance_accuracy(parse_formula("[(1;%a%) - (1;%b%)] > 0"), 3) == pytest.approx(0.5, abs=0.005)
+    result = evaluate_suite(
+        suite_from_json(small_suite()), {n: {"match": [1, 2, 3], "mismatch": [1, 3, 3]} for n in (1, 2)}
+    )
+    assert result.to_json()["chance_pred0"] == 0.5 and result.chance_per_prediction == (0.5,)
 
 
 @pytest.mark.parametrize(

@@ -259,16 +259,35 @@ _OPERATIONS: dict[str, Callable[[float, float], float | bool]] = {
 }
 
 
+# The same operations on numpy arrays, element by element (many draws of region values at once).
+_ELEMENTWISE_OPERATIONS: dict[str, Callable] = {
+    **_OPERATIONS,
+    "=": lambda a, b: np.isclose(a, b, rtol=EQUALITY_RTOL, atol=EQUALITY_ATOL),
+    "&": np.logical_and,
+    "|": np.logical_or,
+}
+
+
 def evaluate_formula(expression: Expression, region_values: Mapping[str, Sequence[float]]) -> float | bool:
     """The value of an expression for one item: ``region_values[condition][k - 1]`` is region
     ``k``'s value. A formula (``parse_formula``) evaluates to a bool. Iterative, left operand first."""
+    return _evaluate(expression, region_values, _OPERATIONS)
+
+
+def evaluate_formula_elementwise(expression: Expression, region_values: Mapping[str, Sequence[np.ndarray]]):
+    """``evaluate_formula`` over arrays: every region value is an array (all of one shape) and the
+    result is an array of the formula's values, element by element."""
+    return _evaluate(expression, region_values, _ELEMENTWISE_OPERATIONS)
+
+
+def _evaluate(expression: Expression, region_values: Mapping[str, Sequence], operations: Mapping[str, Callable]):
     results: list[float | bool] = []
     work: list[Expression | str] = [expression]  # a str applies that operator to the last two results
     while work:
         item = work.pop()
         if isinstance(item, str):
             right = results.pop()
-            results.append(_OPERATIONS[item](results.pop(), right))
+            results.append(operations[item](results.pop(), right))
         elif isinstance(item, Constant):
             results.append(item.value)
         elif isinstance(item, RegionReference):
@@ -290,3 +309,51 @@ def region_references(expression: Expression) -> list[RegionReference]:
         elif isinstance(item, BinaryOperation):
             work += [item.right, item.left]
     return references
+
+
+@dataclass(frozen=True)
+class ComparisonMargin:
+    """One comparison of a formula on one item: its sides' values, whether it holds, and its margin
+    (bits): how far the values are from flipping it, positive when it holds -- ``b - a`` for
+    ``a < b``, ``a - b`` for ``a > b``, and for ``a = b`` the tolerance left,
+    ``1e-3 + 1e-5 * |b| - |a - b|``."""
+
+    operator: str
+    left: float
+    right: float
+    holds: bool
+    margin: float
+
+
+def comparison_margins(
+    expression: Expression, region_values: Mapping[str, Sequence[float]]
+) -> tuple[float, list[ComparisonMargin]]:
+    """A formula's margin on one item and its comparisons', left to right. The formula's margin
+    combines its comparisons' as its connectives combine their truth: the smallest for ``&``, the
+    largest for ``|``. A formula of strict comparisons holds exactly when its margin is positive;
+    ``|margin|`` is how far the comparison that decides the outcome is from flipping."""
+    comparisons: list[ComparisonMargin] = []
+    margins: list[float] = []
+    work: list[Expression | str] = [expression]
+    while work:
+        item = work.pop()
+        if isinstance(item, str):
+            right, left = margins.pop(), margins.pop()
+            margins.append(min(left, right) if item == "&" else max(left, right))
+        elif isinstance(item, BinaryOperation) and item.operator in CONNECTIVES:
+            work += [item.operator, item.right, item.left]
+        elif isinstance(item, BinaryOperation) and item.operator in COMPARISONS:
+            left = float(evaluate_formula(item.left, region_values))
+            right = float(evaluate_formula(item.right, region_values))
+            if item.operator == "<":
+                margin = right - left
+            elif item.operator == ">":
+                margin = left - right
+            else:
+                margin = EQUALITY_ATOL + EQUALITY_RTOL * abs(right) - abs(left - right)
+            holds = bool(_OPERATIONS[item.operator](left, right))
+            comparisons.append(ComparisonMargin(item.operator, left, right, holds, margin))
+            margins.append(margin)
+        else:
+            raise TypeError(f"not a formula (a comparison or a combination of comparisons): {item!r}")
+    return margins[0], comparisons

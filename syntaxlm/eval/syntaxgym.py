@@ -28,6 +28,8 @@ Region values travel as JSON in the shape of the ``draws`` of ``sg_predictions.j
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import math
 import re
@@ -43,9 +45,16 @@ from tqdm import tqdm
 
 from syntaxlm.errors import InputFormatError, SuiteFormatError, SyntaxlmError
 from syntaxlm.eval.sg_formula import (
+    COMPARISONS,
+    CONNECTIVES,
+    BinaryOperation,
+    ComparisonMargin,
     Expression,
     FormulaError,
+    RegionReference,
+    comparison_margins,
     evaluate_formula,
+    evaluate_formula_elementwise,
     parse_formula,
     region_references,
 )
@@ -623,14 +632,72 @@ class RegionValuesError(InputFormatError):
     """Region values that do not fit their suite (a missing item, condition or region, a non-number)."""
 
 
+TIE_THRESHOLD_BITS = 0.01
+"""A prediction whose margin is smaller than this (in bits, either sign) is a *near tie*: its outcome
+is decided by floating-point round-off, not by the model. 0.01 bits is a probability ratio of
+2^0.01 = 1.007 between the compared values -- far below the effects the suites are built to
+measure (a bit or more) and far above what round-off moves: float32 log-probabilities summed over
+a region differ by about 1e-4 bits between batch sizes, thread counts or decoding paths. Items
+this close mean the model does not separate the conditions; their outcomes count as the formula
+says, and the result counts them (``ties``) so a reader can see how many there are."""
+
+
+@dataclass(frozen=True)
+class PredictionResult:
+    """One prediction on one item: the outcome, the margin (bits; positive when it holds; see
+    ``sg_formula.comparison_margins``), each comparison's sides, and whether it is a near tie."""
+
+    holds: bool
+    margin_bits: float
+    comparisons: tuple[ComparisonMargin, ...]
+
+    @property
+    def tie(self) -> bool:
+        return abs(self.margin_bits) < TIE_THRESHOLD_BITS
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "holds": self.holds,
+            "margin_bits": self.margin_bits,
+            "tie": self.tie,
+            "comparisons": [
+                {
+                    "operator": c.operator,
+                    "left_bits": c.left,
+                    "right_bits": c.right,
+                    "holds": c.holds,
+                    "margin_bits": c.margin,
+                }
+                for c in self.comparisons
+            ],
+        }
+
+
 @dataclass(frozen=True)
 class ItemResult:
     item_number: int
     results: tuple[bool, ...]  # one per prediction, in suite order
+    predictions: tuple[PredictionResult, ...] = ()  # the evidence behind ``results``, same order
+    region_surprisals_bits: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
 
     @property
     def all(self) -> bool:
         return all(self.results)
+
+    @property
+    def tie(self) -> bool:
+        """Whether any prediction on the item is a near tie (``TIE_THRESHOLD_BITS``)."""
+        return any(prediction.tie for prediction in self.predictions)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "item_number": self.item_number,
+            "results": list(self.results),
+            "all": self.all,
+            "tie": self.tie,
+            "predictions": [prediction.to_json() for prediction in self.predictions],
+            "region_surprisals_bits": {c: list(v) for c, v in self.region_surprisals_bits.items()},
+        }
 
 
 @dataclass(frozen=True)
@@ -638,6 +705,7 @@ class SuiteResult:
     suite: str
     formulas: tuple[str, ...]
     items: tuple[ItemResult, ...]
+    chance_per_prediction: tuple[float, ...] = ()  # ``chance_accuracy`` of each prediction
 
     @property
     def accuracy_per_prediction(self) -> tuple[float, ...]:
@@ -654,37 +722,113 @@ class SuiteResult:
     def accuracy_all_predictions(self) -> float:
         return sum(item.all for item in self.items) / len(self.items)
 
+    @property
+    def ties_per_prediction(self) -> tuple[int, ...]:
+        return tuple(
+            sum(item.predictions[k].tie for item in self.items if item.predictions)
+            for k in range(len(self.formulas))
+        )
+
+    @property
+    def ties(self) -> int:
+        """Items with a near tie in any prediction."""
+        return sum(item.tie for item in self.items)
+
     def to_json(self) -> dict[str, Any]:
+        ties = self.ties
         return {
             "suite": self.suite,
             "predictions": list(self.formulas),
             "n_items": len(self.items),
-            "items": [
-                {"item_number": item.item_number, "results": list(item.results), "all": item.all}
-                for item in self.items
-            ],
+            "items": [item.to_json() for item in self.items],
             "accuracy_per_prediction": list(self.accuracy_per_prediction),
             "accuracy_pred0": self.accuracy_pred0,
             "accuracy_all_predictions": self.accuracy_all_predictions,
             "accuracy_convention": "accuracy_pred0 (prediction 0 only) is the published suite accuracy",
+            "chance_per_prediction": list(self.chance_per_prediction),
+            "chance_pred0": self.chance_per_prediction[0] if self.chance_per_prediction else None,
+            "chance_note": CHANCE_NOTE,
+            "ties": ties,
+            "ties_per_prediction": list(self.ties_per_prediction),
+            "tie_threshold_bits": TIE_THRESHOLD_BITS,
+            "tie_note": (
+                f"{ties} of {len(self.items)} items have a prediction within {TIE_THRESHOLD_BITS} bits of "
+                "flipping (a near tie): floating-point round-off, not the model, decides those outcomes"
+            ),
         }
 
 
 def evaluate_suite(suite: Suite, region_values: Mapping[int, RegionValues]) -> SuiteResult:
     """Every prediction on every item; ``region_values[item_number][condition][k - 1]`` is region
-    ``k``'s value. Conditions are looked up by name, never by position."""
+    ``k``'s value. Conditions are looked up by name, never by position. Each item keeps its region
+    values and each prediction's margin and comparisons (``PredictionResult``)."""
     _check_region_values(suite, region_values, path=None)
-    items = tuple(
-        ItemResult(
-            item.item_number,
-            tuple(
-                bool(evaluate_formula(p.expression, region_values[item.item_number]))
-                for p in suite.predictions
-            ),
+    items = []
+    for item in suite.items:
+        values = region_values[item.item_number]
+        predictions = []
+        for p in suite.predictions:
+            margin, comparisons = comparison_margins(p.expression, values)
+            holds = bool(evaluate_formula(p.expression, values))
+            predictions.append(PredictionResult(holds, float(margin), tuple(comparisons)))
+        surprisals = {condition: tuple(float(v) for v in values[condition]) for condition in item.regions}
+        items.append(
+            ItemResult(
+                item.item_number, tuple(p.holds for p in predictions), tuple(predictions), surprisals
+            )
         )
-        for item in suite.items
-    )
-    return SuiteResult(suite.name, tuple(p.formula for p in suite.predictions), items)
+    chance = tuple(chance_accuracy(p.expression, len(suite.region_names)) for p in suite.predictions)
+    return SuiteResult(suite.name, tuple(p.formula for p in suite.predictions), tuple(items), chance)
+
+
+_CHANCE_DRAWS = 2**18
+CHANCE_NOTE = (
+    "chance: the accuracy of a model that does not tell the conditions apart (every region value an "
+    "independent draw from one continuous distribution): 0.5 for one comparison a < b, less for a "
+    "conjunction; exact over the orderings of the values where the formula compares single regions, "
+    f"else a seeded Monte Carlo estimate over {_CHANCE_DRAWS} draws (to 3 decimals)"
+)
+_EXACT_CHANCE_MAX_REGIONS = 8
+
+
+@functools.lru_cache(maxsize=1024)
+def chance_accuracy(expression: Expression, n_regions: int) -> float:
+    """The probability that a prediction holds when every region value is an independent draw from
+    one continuous distribution (``CHANCE_NOTE``). For comparisons of single regions only that is
+    the share of the regions' orderings for which it holds (``a < b``: 1/2; two comparisons of
+    four regions: 1/4), computed exactly; otherwise a Monte Carlo estimate (standard normal
+    draws, seed 0), rounded to 3 decimals."""
+    references = region_references(expression)
+    atoms = list(dict.fromkeys((r.condition, r.region) for r in references))
+    sides = _comparison_sides(expression)
+    exact = all(isinstance(side, RegionReference) and side.region is not None for side in sides)
+    if exact and len(atoms) <= _EXACT_CHANCE_MAX_REGIONS:
+        orderings = np.array(list(itertools.permutations(range(len(atoms)))), dtype=float).T
+        draws = dict(zip(atoms, orderings))
+    else:
+        # Draws in order of first use, so formulas of the same shape get the same estimate.
+        rng = np.random.default_rng(0)
+        needed = [
+            (c, k) for c, region in atoms for k in (range(1, n_regions + 1) if region is None else (region,))
+        ]
+        draws = {atom: rng.standard_normal(_CHANCE_DRAWS) for atom in dict.fromkeys(needed)}
+    conditions = {condition for condition, _ in atoms}
+    values = {c: [draws.get((c, k), 0.0) for k in range(1, n_regions + 1)] for c in conditions}
+    share = float(np.mean(evaluate_formula_elementwise(expression, values)))
+    return share if exact and len(atoms) <= _EXACT_CHANCE_MAX_REGIONS else round(share, 3)
+
+
+def _comparison_sides(expression: Expression) -> list[Expression]:
+    """The operands of every comparison in a formula."""
+    sides: list[Expression] = []
+    work = [expression]
+    while work:
+        item = work.pop()
+        if isinstance(item, BinaryOperation) and item.operator in CONNECTIVES:
+            work += [item.right, item.left]
+        elif isinstance(item, BinaryOperation) and item.operator in COMPARISONS:
+            sides += [item.left, item.right]
+    return sides
 
 
 def _check_region_values(
@@ -771,21 +915,37 @@ def score_region_values(suite_path: str | Path, region_values_path: str | Path) 
 
 def format_suite_result(result: Mapping[str, Any]) -> str:
     """Plain text of a suite result (``SuiteResult.to_json()``): the predictions, one line per item
-    with each prediction's result and "all", then the suite accuracies."""
+    with each prediction's result and "all" (and, where the result has them, each prediction's
+    margin in bits, ``~`` marking a near tie), then the suite accuracies, chance and ties."""
     formulas = result["predictions"]
     lines = [f"suite {result['suite']}: {result['n_items']} items, {len(formulas)} predictions"]
     lines += [f"  p{k}: {formula.strip()}" for k, formula in enumerate(formulas)]
-    lines.append("item  " + "  ".join(f"{f'p{k}':>5}" for k in range(len(formulas))) + "    all")
+    with_margins = all(item.get("predictions") for item in result["items"])
+    header = "item  " + "  ".join(f"{f'p{k}':>5}" for k in range(len(formulas))) + "    all"
+    if with_margins:
+        header += "  " + "  ".join(f"{f'p{k} margin (bits)':>17}" for k in range(len(formulas)))
+    lines.append(header)
     for item in result["items"]:
         marks = "  ".join(f"{value!s:>5}" for value in item["results"])
-        lines.append(f"{item['item_number']:>4}  {marks}  {item['all']!s:>5}")
+        line = f"{item['item_number']:>4}  {marks}  {item['all']!s:>5}"
+        if with_margins:
+            line += "  " + "  ".join(f"{_margin_text(p):>17}" for p in item["predictions"])
+        lines.append(line)
     per_prediction = "  ".join(
         f"p{k} {accuracy:.4f}" for k, accuracy in enumerate(result["accuracy_per_prediction"])
     )
     lines.append(f"accuracy per prediction: {per_prediction}")
     lines.append(f"accuracy (prediction 0, published convention): {result['accuracy_pred0']:.4f}")
     lines.append(f"accuracy (all predictions hold): {result['accuracy_all_predictions']:.4f}")
+    if result.get("chance_pred0") is not None:
+        lines.append(f"chance (prediction 0, conditions not told apart): {result['chance_pred0']:.3f}")
+    if "tie_note" in result:
+        lines.append(f"near ties: {result['tie_note']}")
     return "\n".join(lines)
+
+
+def _margin_text(prediction: Mapping[str, Any]) -> str:
+    return ("~" if prediction["tie"] else "") + f"{prediction['margin_bits']:+.4f}"
 
 
 # -- circuits and the SG score -------------------------------------------------------------------------------

@@ -15,6 +15,8 @@
   guidance Fig. 4);
 - ``surprisal_figure``: per-word surprisal along one sentence for several models;
 - ``training_curves_figure``: validation loss against step, one line per run, with baselines.
+- ``learning_curve_figure``: accuracy against training size (log scale) with intervals, one
+  panel per phenomenon, one line and band per model.
 
 ``save_figure`` writes a PNG atomically. Figures are made without pyplot (no global state, no
 display needed).
@@ -22,8 +24,10 @@ display needed).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib import colormaps
@@ -31,6 +35,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from syntaxlm.eval.intervals import Interval
 from syntaxlm.files import atomic_writer
 from syntaxlm.structure.distances import nested_tree_from_distances
 from syntaxlm.structure.tg import TGSequence
@@ -186,27 +191,92 @@ def _draw_binary_tree(axes, nested) -> None:
     axes.set_ylim(-0.8, max(y for _, y in placed.values()) + 0.5)
 
 
+_BARS_PER_ROW = 48  # grouped bars per panel row before the groups wrap onto another row
+
+
 def circuit_accuracy_figure(
-    accuracy: Mapping[str, Mapping[str, float]], *, circuits: Sequence[str] | None = None, title: str = ""
+    accuracy: Mapping[str, Mapping[str, float]],
+    *,
+    circuits: Sequence[str] | None = None,
+    title: str = "",
+    intervals: Mapping[str, Mapping[str, Interval]] | None = None,
+    chance: float | Mapping[str, float] | None = None,
 ) -> Figure:
     """Grouped bars: ``accuracy[model][circuit]`` in [0, 1], one group per circuit (in the order
-    given, else alphabetical); a circuit a model lacks is left empty."""
+    given, else alphabetical), wrapped onto several rows when there are many bars; a circuit a model
+    lacks is left empty, and an accuracy of 0 shows as a short stub on the axis.
+    ``intervals[model][circuit]`` (``eval.intervals.Interval``) adds error bars. ``chance`` draws
+    the chance level as a dashed line over each group: one number for all, or one per circuit
+    (SyntaxGym's conjunctive predictions have chance below 0.5)."""
     models = list(accuracy)
     if circuits is None:
         circuits = sorted({circuit for scores in accuracy.values() for circuit in scores})
+    circuits = list(circuits)
+    per_row = max(1, min(len(circuits), _BARS_PER_ROW // max(1, len(models))))
+    rows = max(1, math.ceil(len(circuits) / per_row))
     width = 0.8 / max(1, len(models))
-    figure = Figure(figsize=(max(6.0, 1.2 * len(circuits) + 2), 4))
-    axes = figure.subplots()
-    for k, model in enumerate(models):
-        values = [accuracy[model].get(circuit, np.nan) for circuit in circuits]
-        axes.bar(np.arange(len(circuits)) + (k - (len(models) - 1) / 2) * width, values, width, label=model)
-    axes.set_xticks(np.arange(len(circuits)), circuits, rotation=20, ha="right")
-    axes.set_ylim(0, 1)
-    axes.set_ylabel("SG accuracy")
-    axes.legend(fontsize=8)
-    axes.spines[["top", "right"]].set_visible(False)
-    axes.set_title(title or "SyntaxGym accuracy by circuit")
+    figure = Figure(
+        figsize=(max(6.0, 0.22 * per_row * max(1, len(models)) + 3.5), 0.5 + 3.2 * rows), layout="constrained"
+    )
+    panels = figure.subplots(rows, 1, squeeze=False)[:, 0]
+    if isinstance(chance, Mapping):
+        levels = {circuit: chance.get(circuit) for circuit in circuits}
+    else:
+        levels = dict.fromkeys(circuits, None if chance is None else float(chance))
+    distinct = {round(level, 3) for level in levels.values() if level is not None}
+    chance_label = (
+        f"chance ({distinct.pop():.2f}): conditions not told apart"
+        if len(distinct) == 1
+        else "chance: conditions not told apart"
+    )
+    legend: dict[str, Any] = {}  # label -> handle, each once
+    for row, axes in enumerate(panels):
+        group = circuits[row * per_row : (row + 1) * per_row]
+        _accuracy_bars(axes, accuracy, models, group, width, intervals or {})
+        for i, circuit in enumerate(group):
+            if levels[circuit] is not None:
+                (line,) = axes.plot(
+                    [i - 0.45, i + 0.45], [levels[circuit]] * 2, linestyle="--", color="#444444",
+                    linewidth=1.2, zorder=5,
+                )  # fmt: skip
+                legend.setdefault(chance_label, line)
+        axes.set_xticks(np.arange(len(group)), group, rotation=20, ha="right")
+        axes.set_xlim(-0.6, per_row - 0.4)
+        axes.set_ylim(0, 1.02)
+        axes.set_ylabel("SG accuracy")
+        axes.spines[["top", "right"]].set_visible(False)
+        for handle, label in zip(*axes.get_legend_handles_labels()):
+            legend.setdefault(label, handle)
+    labels = sorted(legend, key=lambda label: label == chance_label)  # the models, then chance
+    handles = [legend[label] for label in labels]
+    figure.legend(handles, labels, loc="outside right center", fontsize=8, frameon=False)
+    suffix = " (error bars: 95% intervals)" if intervals else ""
+    figure.suptitle((title or "SyntaxGym accuracy by circuit") + suffix, fontsize=11)
     return figure
+
+
+def _accuracy_bars(axes, accuracy, models, group, width, intervals) -> None:
+    """One panel of ``circuit_accuracy_figure``: the bars, stubs at 0 and error bars of ``group``."""
+    x = np.arange(len(group))
+    for k, model in enumerate(models):
+        values = np.array([accuracy[model].get(circuit, np.nan) for circuit in group], dtype=float)
+        offset = x + (k - (len(models) - 1) / 2) * width
+        colour = f"C{k % 10}"
+        axes.bar(offset, values, width, label=model, color=colour)
+        for position in offset[values == 0]:  # a bar of height 0 is invisible: a stub on the axis
+            axes.plot(
+                [position - width / 2, position + width / 2], [0, 0], color=colour, linewidth=4,
+                solid_capstyle="butt", clip_on=False, zorder=3,
+            )  # fmt: skip
+        shown = intervals.get(model, {})
+        where = [i for i, circuit in enumerate(group) if circuit in shown and not np.isnan(values[i])]
+        if where:
+            low = [values[i] - shown[group[i]].low for i in where]
+            high = [shown[group[i]].high - values[i] for i in where]
+            axes.errorbar(
+                offset[where], values[where], yerr=[np.maximum(low, 0), np.maximum(high, 0)],
+                fmt="none", ecolor="#222222", elinewidth=0.7, capsize=1.5, zorder=4,
+            )  # fmt: skip
 
 
 def perplexity_vs_sg_figure(points: Mapping[str, tuple[float, float]], *, title: str = "") -> Figure:
@@ -265,4 +335,107 @@ def training_curves_figure(
     axes.legend(fontsize=8)
     axes.spines[["top", "right"]].set_visible(False)
     axes.set_title(title or "training curves")
+    return figure
+
+
+def learning_curve_figure(
+    points: Mapping[str, Mapping[str, Sequence[tuple[float, float, float, float]]]],
+    *,
+    chance: float | Mapping[str, float] | None = 0.5,
+    ylabel: str = "accuracy",
+    title: str = "",
+) -> Figure:
+    """One panel per ``points`` key (e.g. a phenomenon); in it, one line per model through
+    ``(size, estimate, low, high)`` points with its interval as a band. Sizes on a log scale,
+    accuracy from 0 to 1, a dashed line at ``chance`` (one level, or one per panel); the legend in
+    a free panel, else below."""
+    n = max(1, len(points))
+    columns = min(3, n)
+    rows = math.ceil(n / columns)
+    figure = Figure(figsize=(4.2 * columns, 3.4 * rows + 0.6), layout="constrained")
+    panels = figure.subplots(rows, columns, squeeze=False).ravel()
+    colours = colormaps["tab10"].colors
+    models = list(dict.fromkeys(model for curves in points.values() for model in curves))
+    sizes = sorted({p[0] for curves in points.values() for line in curves.values() for p in line})
+    for axes, (name, curves) in zip(panels, points.items()):
+        for model, line in curves.items():
+            if not line:
+                continue
+            x, estimate, low, high = (np.asarray(values, dtype=float) for values in zip(*sorted(line)))
+            colour = colours[models.index(model) % len(colours)]
+            axes.fill_between(x, low, high, color=colour, alpha=0.18, linewidth=0)
+            axes.plot(x, estimate, marker="o", color=colour, label=model)
+        level = chance.get(name) if isinstance(chance, Mapping) else chance
+        if level is not None:
+            axes.axhline(level, linestyle="--", linewidth=0.9, color="grey", label="chance")
+            axes.annotate(
+                f"chance {level:.2f}",
+                (0.01, level),
+                xycoords=("axes fraction", "data"),
+                xytext=(0, 2),
+                textcoords="offset points",
+                fontsize=8,
+                color="grey",
+            )
+        axes.set_xscale("log")
+        if sizes:
+            axes.set_xticks(sizes, [f"{s:,.0f}" for s in sizes])
+            axes.minorticks_off()
+        axes.set_ylim(-0.02, 1.02)  # points at 0 and 1 stay whole
+        axes.set_title(name, fontsize=11)
+        axes.set_xlabel("training sentences")
+        axes.set_ylabel(ylabel)
+        axes.grid(axis="y", color="#eeeeee")
+        axes.spines[["top", "right"]].set_visible(False)
+    shown: dict[str, Any] = {}
+    for axes in panels:
+        for handle, name in zip(*axes.get_legend_handles_labels()):
+            shown.setdefault(name, handle)
+    handles, labels = list(shown.values()), list(shown)
+    free = panels[len(points) :]
+    if len(free):
+        free[0].legend(handles, labels, loc="center", frameon=False, fontsize=10)
+        for axes in free:
+            axes.axis("off")
+    else:
+        figure.legend(handles, labels, loc="outside lower center", ncols=len(labels), frameon=False)
+    figure.suptitle(title or "learning curves", fontsize=12)
+    return figure
+
+
+
+def probe_accuracy_figure(result: Mapping, *, title: str = "") -> Figure:
+    """Held-out accuracy of a composition probe (``syntaxlm.eval.probe``) by layer: one colour per
+    target, solid at the subject's site and dashed at the inner NP's (the control), 95% intervals
+    as bars, and the majority-class baseline as a grey line."""
+    figure = Figure(figsize=(6.0, 3.8))
+    axes = figure.subplots()
+    colours = {}
+    for site, style in (("subject", "-"), ("inner", "--")):
+        for target, layers in result["probes"][site].items():
+            x = np.array([row["layer"] for row in layers])
+            y = np.array([row["accuracy"] for row in layers])
+            low = np.array([row["low"] for row in layers])
+            high = np.array([row["high"] for row in layers])
+            line = axes.errorbar(
+                x,
+                y,
+                yerr=np.stack([y - low, high - y]),
+                linestyle=style,
+                marker="o",
+                capsize=2,
+                color=colours.get(target),
+                label=f"{target} ({site} NP)",
+            )
+            colours[target] = line.lines[0].get_color()
+    majority = max(rows[0]["majority"] for site in result["probes"].values() for rows in site.values())
+    axes.axhline(majority, color="grey", linewidth=0.8, linestyle=":", label="majority class")
+    axes.set_xticks(range(result["model"]["n_layers"] + 1))
+    axes.set_xlabel("layer (0 = embeddings)")
+    axes.set_ylabel("held-out accuracy")
+    axes.set_ylim(0.3, 1.02)
+    axes.legend(fontsize=7, loc="lower right")
+    axes.spines[["top", "right"]].set_visible(False)
+    model = result["model"]
+    axes.set_title(title or f"composition probe: {model['variant']}, {model['n_layers']} layers")
     return figure

@@ -52,11 +52,20 @@ def data_synth(
     sentences: Annotated[int, typer.Option(help="Number of sentences (train+dev+test).")] = 10000,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same files.")] = 0,
     items_per_suite: Annotated[int, typer.Option(help="Items in each SyntaxGym-format suite.")] = 40,
+    lexicon_size: Annotated[
+        int | None,
+        typer.Option(
+            help="Keep the N most frequent words of each open word class (nouns of each kind, verbs, "
+            "adjectives, ...; at least 10), so that a small corpus sees each word often. Default: all."
+        ),
+    ] = None,
 ) -> None:
     """Generate the synthetic treebank (train/dev/test trees) and its SyntaxGym-format suites."""
     from syntaxlm.data.synthetic import write_synthetic_treebank
 
-    manifest = write_synthetic_treebank(out, sentences=sentences, seed=seed, items_per_suite=items_per_suite)
+    manifest = write_synthetic_treebank(
+        out, sentences=sentences, seed=seed, items_per_suite=items_per_suite, lexicon_size=lexicon_size
+    )
     _print_json(manifest)
 
 
@@ -499,6 +508,44 @@ class ScoreUnit(str, Enum):
     nats = "nats"
 
 
+@inspect_app.command("probe")
+def inspect_probe(
+    model: ModelArgument,
+    trees: Annotated[
+        Path | None,
+        typer.Argument(help="POS-tagged trees to probe (default: a balanced synthetic set)."),
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Folder for probe.json and probe.png.")] = Path("probe"),
+    per_cell: Annotated[
+        int, typer.Option(help="Synthetic set: sentences per number × determiner (no/other) cell.")
+    ] = 150,
+    folds: Annotated[int, typer.Option(help="Cross-validation folds.")] = 5,
+    l2: Annotated[float, typer.Option(help="L2 penalty of the logistic regression.")] = 1e-2,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic set, the balancing and the folds.")] = 0,
+) -> None:
+    """Linear probes of a TG's composed subject NP, layer by layer: head-noun number and a 'no'
+    determiner inside a complex subject (docs/probe.md)."""
+    from syntaxlm.eval.probe import composition_probe, probe_table, read_probe_trees, synthetic_probe_trees
+    from syntaxlm.models import load_model
+    from syntaxlm.report.plots import probe_accuracy_figure, save_figure
+    from syntaxlm.results import result_record, write_result
+
+    loaded = load_model(model)
+    if trees is None:
+        probe_trees = synthetic_probe_trees(per_cell, seed=seed)
+        inputs, source = {"model": model / "config.json"}, f"synthetic grammar, {per_cell} per cell"
+    else:
+        probe_trees = read_probe_trees(trees)
+        inputs, source = {"model": model / "config.json", "trees": trees}, trees
+    result = composition_probe(loaded, probe_trees, source=source, folds=folds, seed=seed, l2=l2)
+    options = {"trees": str(source), "folds": folds, "l2": l2, "seed": seed}
+    record = result_record("composition-probe", result, inputs=inputs, options=options)
+    write_result(out / "probe.json", record)
+    save_figure(probe_accuracy_figure(result), out / "probe.png")
+    typer.echo(probe_table(result))
+    typer.echo(f"wrote {out / 'probe.json'} and {out / 'probe.png'}")
+
+
 # -- eval -----------------------------------------------------------------------------------------------
 
 
@@ -799,10 +846,16 @@ def eval_ppl(
             help="auto: exact for words-only models, beam for joint ones; gold: along the treebank's trees."
         ),
     ] = ScoreMethod.auto,
-    eos: Annotated[
-        bool, typer.Option("--eos/--no-eos", help="Count the end of each sentence as one more token.")
-    ] = True,
     proposals: Annotated[Path | None, typer.Option(help="--method proposals: INDEX<TAB>TREE lines.")] = None,
+    context: Annotated[
+        str,
+        typer.Option(
+            help="training: a sequence longer than one segment of a TG/TXL (a document) is read in the "
+            "model's training segments with its memory; full: with the whole sequence in view. The beam "
+            "(auto for joint models) always reads with full context, and warns for documents longer "
+            "than the training segment + memory."
+        ),
+    ] = "training",
     pos_tags: PosTagsOption = True,
     action_beam: ActionBeamOption = 100,
     word_beam: WordBeamOption = 10,
@@ -814,12 +867,19 @@ def eval_ppl(
 ) -> None:
     """Word-level perplexity of a model on sentences or a treebank (pieces summed per word).
 
-    For joint models the marginalisation method and the direction of its bound go into the result.
+    Reports every published convention, labelled: per word (-log p of the sentences, end of
+    sentence included, over the words: TG, Qian et al.), per token (the end of each sentence
+    counted as a token: PTB LSTM LMs) and per word without the end (docs/evaluation.md). For joint
+    models the marginalisation method and the direction of its bound go into the result, and for
+    every model the context the sequences were read with (--context).
     """
     from syntaxlm.eval.perplexity import perplexity
     from syntaxlm.inference import BeamSettings, Scorer, perplexity_logprobs, read_proposals
+    from syntaxlm.inference.marginal import document_context
     from syntaxlm.models import load_model
 
+    if context not in ("training", "full"):
+        raise typer.BadParameter(f"expected training or full, got {context!r}", param_hint="--context")
     trees = _given_trees(data, pos_tags) if _is_treebank(data) else None
     words = [tree.leaves() for tree in trees] if trees is not None else _read_sentences(data)
     if method == ScoreMethod.gold and trees is None:
@@ -830,18 +890,23 @@ def eval_ppl(
         load_model(model),
         method=method.value,
         beam=BeamSettings(action_beam, word_beam, fast_track),
+        context=context,
         batch_size=batch_size,
         progress=progress,
     )
+    segmented = document_context(scorer.model, "training")["segment_length"] is not None
+    if scorer.method == "beam" and context == "training" and segmented:
+        typer.echo("note: the beam search reads with full context, not in training segments", err=True)
     given: dict[str, Any] = {}
     if scorer.method == "gold":
         given["trees"] = trees
     elif scorer.method == "proposals":
         given["proposals"] = read_proposals(proposals, n_sentences=len(words), pos_tags=pos_tags)
-    logprobs, marginalisation = perplexity_logprobs(scorer, words, count_eos=eos, **given)
-    result = perplexity(logprobs, count_eos=eos, marginalisation=marginalisation)
+    logprobs, ends, marginalisation = perplexity_logprobs(scorer, words, **given)
+    result = perplexity(logprobs, ends, marginalisation=marginalisation)
     inputs = {"data": data, "model": model / "model.safetensors"}
-    _emit("perplexity", result.to_json(), as_json, out, result.render(), inputs, {"eos": eos})
+    options = {"method": scorer.method, "context": marginalisation["context"]}
+    _emit("perplexity", result.to_json(), as_json, out, result.render(), inputs, options)
 
 
 def _is_treebank(path: Path) -> bool:
@@ -1351,6 +1416,83 @@ def reproduce_command(
         settings=settings,
         echo=typer.echo,
     )
+
+
+# -- experiment -------------------------------------------------------------------------------------
+
+experiment_app = typer.Typer(no_args_is_help=True, help="Measured experiments over many training runs.")
+app.add_typer(experiment_app, name="experiment")
+
+
+def _numbers(text: str | None, option: str) -> tuple[int, ...] | None:
+    """``"1000,4000"`` as ``(1000, 4000)``; ``None`` stays ``None``."""
+    if text is None:
+        return None
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise typer.BadParameter(f"{text!r}: expected comma-separated integers", param_hint=option) from None
+
+
+def _default_option(help_text: str):
+    """An option left out takes ``CurveSettings``'s default (``None`` here: not given)."""
+    return typer.Option(help=help_text, show_default=False)
+
+
+@experiment_app.command("curve")
+def experiment_curve(
+    out: Annotated[Path, typer.Option(help="Folder for the data, the runs and the curve.")] = Path(
+        "runs/curve"
+    ),
+    sizes: Annotated[str | None, _default_option("Training sentences per point: 1000,4000,16000.")] = None,
+    seeds: Annotated[str | None, _default_option("Training seeds, e.g. 0,1,2.")] = None,
+    models: Annotated[str | None, _default_option("Tiny recipes to train (comma-separated names).")] = None,
+    items_per_suite: Annotated[int | None, _default_option("Items per suite.")] = None,
+    lexicon_size: Annotated[int | None, _default_option("Cap the grammar's open-class word lists.")] = None,
+    data_seed: Annotated[int | None, _default_option("Seed of the synthetic data.")] = None,
+    min_epochs: Annotated[int | None, _default_option("Passes over the largest sizes.")] = None,
+    min_steps: Annotated[int | None, _default_option("About the fewest updates of a small size.")] = None,
+    batch_size: Annotated[int | None, _default_option("Sentences (rows) per step.")] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override a key of every recipe: --set model.n_layers=1 (repeatable)."),
+    ] = None,
+    action_beam: Annotated[int | None, _default_option("Beam search: action beam.")] = None,
+    word_beam: Annotated[int | None, _default_option("Beam search: word beam.")] = None,
+    fast_track: Annotated[int | None, _default_option("Beam search: fast-track states per round.")] = None,
+    perplexity: Annotated[
+        bool, typer.Option("--perplexity", help="Also score test perplexity (and joint models' parses).")
+    ] = False,
+) -> None:
+    """SyntaxGym accuracy per phenomenon against training size, for several models and seeds
+    (curve.md, curve.png, curve.json). Options left out take the defaults of ``CurveSettings``
+    (docs/learning-curve.md). Run it again to continue where it stopped."""
+    from dataclasses import replace
+
+    from syntaxlm.curve import CurveSettings, run_curve
+
+    defaults = CurveSettings()
+    given = {
+        "sizes": _numbers(sizes, "--sizes"),
+        "seeds": _numbers(seeds, "--seeds"),
+        "models": tuple(n.strip() for n in models.split(",") if n.strip()) if models else None,
+        "items_per_suite": items_per_suite,
+        "lexicon_size": lexicon_size,
+        "data_seed": data_seed,
+        "min_epochs": min_epochs,
+        "min_steps": min_steps,
+        "batch_size": batch_size,
+        "overrides": tuple(set_) if set_ else None,
+    }
+    beam = {"action_beam": action_beam, "word_beam": word_beam, "fast_track": fast_track}
+    beam = {key: value for key, value in beam.items() if value is not None}
+    settings = replace(
+        defaults,
+        **{key: value for key, value in given.items() if value is not None},
+        beam=replace(defaults.beam, **beam),
+        perplexity=perplexity,
+    )
+    run_curve(out, settings, echo=typer.echo)
 
 
 def main() -> None:

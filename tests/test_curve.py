@@ -155,9 +155,9 @@ def test_the_files_agree(curve):
     assert record["kind"] == "learning_curve" and record["result"] == result
     cells = {(c["model"], c["size"], c["phenomenon"]): c for c in result["cells"]}
     assert len(cells) == 2 * 2 * len(PHENOMENA)
-    # Chance per phenomenon: two comparisons at once (agreement) is 0.25; one (subordination) 0.5.
+    # Chance per phenomenon: two comparisons at once (agreement) is 0.25; one (centre embedding) 0.5.
     assert result["chance"]["agreement"] == pytest.approx(0.25, abs=0.01)
-    assert result["chance"]["subordination"] == pytest.approx(0.5, abs=0.01)
+    assert result["chance"]["centre embedding"] == pytest.approx(0.5, abs=0.01)
     assert {c["n_seeds"] for c in cells.values()} == {1}
     for phenomenon in PHENOMENA:
         suites = [design for design in SUITE_DESIGNS if phenomenon_of(design.name) == phenomenon]

@@ -522,6 +522,10 @@ def inspect_probe(
     folds: Annotated[int, typer.Option(help="Cross-validation folds.")] = 5,
     l2: Annotated[float, typer.Option(help="L2 penalty of the logistic regression.")] = 1e-2,
     seed: Annotated[int, typer.Option(help="Seed of the synthetic set, the balancing and the folds.")] = 0,
+    lexicon_size: Annotated[
+        int | None,
+        typer.Option(help="Synthetic set: the lexicon size the model was trained with (data synth --lexicon-size)."),
+    ] = None,
 ) -> None:
     """Linear probes of a TG's composed subject NP, layer by layer: head-noun number and a 'no'
     determiner inside a complex subject (docs/probe.md)."""
@@ -532,8 +536,9 @@ def inspect_probe(
 
     loaded = load_model(model)
     if trees is None:
-        probe_trees = synthetic_probe_trees(per_cell, seed=seed)
-        inputs, source = {"model": model / "config.json"}, f"synthetic grammar, {per_cell} per cell"
+        probe_trees = synthetic_probe_trees(per_cell, seed=seed, lexicon_size=lexicon_size)
+        lexicon = "" if lexicon_size is None else f", lexicon {lexicon_size} per class"
+        inputs, source = {"model": model / "config.json"}, f"synthetic grammar, {per_cell} per cell{lexicon}"
     else:
         probe_trees = read_probe_trees(trees)
         inputs, source = {"model": model / "config.json", "trees": trees}, trees

@@ -107,6 +107,18 @@ def test_synthetic_probe_set_is_balanced(probe_trees):
     assert all(cells.count(cell) == 8 for cell in set(cells))
 
 
+def test_synthetic_probe_set_speaks_a_restricted_lexicon():
+    from syntaxlm.data.synthetic import SyntheticTreebank
+
+    known = SyntheticTreebank(lexicon_size=10).word_types()
+    trees = synthetic_probe_trees(4, seed=3, lexicon_size=10)
+    assert len(probe_items(trees)) == 16
+    for tree in trees:
+        first, *rest = tree.leaves()
+        assert first[:1].lower() + first[1:] in known or first in known
+        assert set(rest) <= known, set(rest) - known
+
+
 def test_logistic_regression_separates_a_separable_set():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(60, 5))

@@ -427,17 +427,22 @@ def probe_table(result: dict[str, Any]) -> str:
 # --- probe sets ----------------------------------------------------------------------------------
 
 
-def synthetic_probe_trees(per_cell: int = 150, *, seed: int = 0) -> list[Tree]:
+def synthetic_probe_trees(
+    per_cell: int = 150, *, seed: int = 0, lexicon_size: int | None = None
+) -> list[Tree]:
     """``4 · per_cell`` sentences of the synthetic grammar whose subject is complex (PP, subject or
     object relative clause, in turn), ``per_cell`` for each number × (``no`` / other determiner),
     shuffled. The grammar runs from a seed derived from ``seed`` and ``"composition-probe"``, so
-    these are not the treebank's sentences for the same seed."""
+    these are not the treebank's sentences for the same seed; ``lexicon_size`` restricts its words
+    as the model's training data was (``syntaxlm.data.lexicon.Lexicon``), so that the probe's words
+    are the model's words."""
+    from syntaxlm.data.lexicon import LEXICON, Lexicon
     from syntaxlm.data.synthetic import MAX_WORDS, Grammar, derive_seed, finish
 
     if per_cell < 1:
         raise ValueError(f"per_cell must be at least 1, got {per_cell}")
     rng = random.Random(derive_seed(seed, "composition-probe"))
-    grammar = Grammar(rng)
+    grammar = Grammar(rng, LEXICON if lexicon_size is None else Lexicon(lexicon_size))
     cells: dict[tuple[int, int], list[Tree]] = {(n, g): [] for n in (0, 1) for g in (0, 1)}
     modifiers = ("pp", "src", "orc")
     attempt = 0

@@ -620,7 +620,9 @@ def _method_note(budget: Budget) -> str:
         f"over trees by a word-synchronous beam (action beam {beam.action_beam}, word beam {beam.word_beam}, "
         f"fast track {beam.fast_track}: small for speed; the papers use 100/10/5), which sums over fewer "
         "trees than exist and so overstates their perplexity. Parse F1: EVALB (COLLINS.prm) of the "
-        "beam's best trees. UF1: sentence-level mean unlabelled F1 of the induced binary trees."
+        "beam's best trees. UF1: sentence-level mean unlabelled F1 of the induced binary trees. The joint "
+        "models' suite surprisals come from the same small beam, and their answers can change at the "
+        "papers' beam (syntaxlm eval sg --model runs/MODEL/best scores at 100/10/5)."
     )
 
 

@@ -404,12 +404,9 @@ def aggregate_curve(out: str | Path, settings: CurveSettings) -> dict[str, Any]:
                         "seeds": done,
                     }
                 )
-    chance = {}
-    for model in settings.models:
-        for size in sorted(settings.sizes):
-            for seed in settings.seeds:
-                if not chance and (run_folder(out, model, size, seed) / "results" / "sg").is_dir():
-                    chance = phenomenon_chance(run_folder(out, model, size, seed) / "results")
+    # Chance depends on the suites only, which every run shares: read it from the first run listed.
+    first = run_folder(out, runs[0]["model"], runs[0]["size"], runs[0]["seed"]) if runs else None
+    chance = phenomenon_chance(first / "results") if first else {}
     comparisons = []
     for (model, size, phenomenon), table in tables.items():
         base = tables.get((BASELINE, size, phenomenon))

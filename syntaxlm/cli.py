@@ -1172,11 +1172,19 @@ def report(
             "surprisal under every model and the distances or tree of models that induce trees."
         ),
     ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(help="The model every other is compared with on SyntaxGym (default: the first run's)."),
+    ] = None,
 ) -> None:
-    """A Markdown report (model x metric, mean ± std over seeds) and figures, from result files."""
+    """A Markdown report (model x metric, mean ± std over seeds), SyntaxGym comparisons with
+    intervals, and figures, from result files."""
     from syntaxlm.report.report import make_report
 
-    path = make_report(runs, out, figure_sentence=figure_sentence)
+    try:
+        path = make_report(runs, out, figure_sentence=figure_sentence, baseline=baseline)
+    except ValueError as error:
+        raise typer.BadParameter(str(error)) from None
     typer.echo(f"report written to {path}")
 
 
@@ -1453,7 +1461,9 @@ def experiment_curve(
     seeds: Annotated[str | None, _default_option("Training seeds, e.g. 0,1,2.")] = None,
     models: Annotated[str | None, _default_option("Tiny recipes to train (comma-separated names).")] = None,
     items_per_suite: Annotated[int | None, _default_option("Items per suite.")] = None,
-    lexicon_size: Annotated[int | None, _default_option("Cap the grammar's open-class word lists.")] = None,
+    lexicon_size: Annotated[
+        int | None, _default_option("Words per open class of the grammar (default 20; 0: the full lexicon).")
+    ] = None,
     data_seed: Annotated[int | None, _default_option("Seed of the synthetic data.")] = None,
     min_epochs: Annotated[int | None, _default_option("Passes over the largest sizes.")] = None,
     min_steps: Annotated[int | None, _default_option("About the fewest updates of a small size.")] = None,
@@ -1497,6 +1507,8 @@ def experiment_curve(
         beam=replace(defaults.beam, **beam),
         perplexity=perplexity,
     )
+    if lexicon_size == 0:
+        settings = replace(settings, lexicon_size=None)
     run_curve(out, settings, echo=typer.echo)
 
 

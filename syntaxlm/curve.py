@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from syntaxlm.errors import InputFormatError
+from syntaxlm.eval.syntaxgym import SYNTHETIC_PHENOMENA, suite_group
 from syntaxlm.experiments import EvalSettings, Stages, evaluate_model, recipe_on_splits, train_or_resume
 from syntaxlm.files import atomic_writer, read_json
 from syntaxlm.inference.beam import BeamSettings
@@ -55,14 +56,7 @@ MODEL_LABELS = {
     "tg": "TG",
     "plm-mask": "PLM-mask",
 }
-# A phenomenon is the synthetic suites whose names start with its prefix (syntaxlm.data.synthetic).
-PHENOMENA = {
-    "agreement": "synthetic_number_",
-    "reflexives": "synthetic_reflexive_",
-    "NPI licensing": "synthetic_npi_",
-    "subordination": "synthetic_subordination",
-    "centre embedding": "synthetic_center_embed",
-}
+PHENOMENA = SYNTHETIC_PHENOMENA
 CHECKPOINT_EVERY = 100  # steps; an interrupted run resumes from its last checkpoint
 DATA_FILE = "curve-data.json"  # OUT/data/: the settings the data was made with
 TIMING_FILE = "timing.json"
@@ -80,7 +74,8 @@ class CurveSettings:
     - ``dev_sentences``, ``test_sentences``: the shared dev split (validation, once at the end of a
       run) and test split (perplexity, when ``perplexity``);
     - ``items_per_suite``: items of each SyntaxGym suite; ``lexicon_size``: caps the synthetic
-      grammar's open-class word lists (``None``: the full lexicon);
+      grammar's open-class word lists (``None``: the full lexicon; 20, as the quickstart: a
+      lexicon these budgets learn agreement with, docs/learning-curve.md);
     - the budget rule: ``epochs(size) = max(min_epochs, ceil(min_steps * batch_size / size))``
       passes, ``batch_size`` rows per step;
     - ``beam``: the joint models' word-synchronous beam for the suites (and perplexity/parses);
@@ -95,7 +90,7 @@ class CurveSettings:
     dev_sentences: int = 500
     test_sentences: int = 500
     items_per_suite: int = 40
-    lexicon_size: int | None = None
+    lexicon_size: int | None = 20
     min_epochs: int = 3
     min_steps: int = 1000
     batch_size: int = 32
@@ -318,8 +313,9 @@ def run_curve(
 
 
 def phenomenon_of(suite: str) -> str | None:
-    """The phenomenon a suite (by name) belongs to, or ``None``."""
-    return next((name for name, prefix in PHENOMENA.items() if suite.startswith(prefix)), None)
+    """The phenomenon a synthetic suite (by name) belongs to, or ``None``."""
+    group = suite_group(suite)
+    return group if group in PHENOMENA else None
 
 
 def run_outcomes(results: Path) -> dict[str, dict[tuple[str, int], float]]:

@@ -72,3 +72,45 @@ def test_bad_run_folders_fail_clearly(tmp_path):
     (tmp_path / "bad" / "config.json").write_text("{")
     with pytest.raises(InputFormatError, match="config.json:1:2: invalid JSON"):
         read_run(tmp_path / "bad")
+
+
+def write_items_run(folder, model, seed, outcomes, chance=0.25):
+    """A run whose SG results hold per-item outcomes: ``outcomes[suite]`` is a list of 0/1."""
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"model": model, "seed": seed}))
+    for name, values in outcomes.items():
+        items = [{"item_number": i + 1, "results": [bool(v)]} for i, v in enumerate(values)]
+        result = {
+            "suite": name,
+            "accuracy_pred0": sum(values) / len(values),
+            "chance_pred0": chance,
+            "items": items,
+        }
+        write_result(folder / "sg" / f"{name}.json", result_record("syntaxgym", result))
+
+
+def test_report_compares_models_by_intervals_and_says_no_difference_when_they_overlap(tmp_path):
+    """Agreement: 36 of 40 items against 4 of 40 is ahead; NPI: 21 against 20 of 40 is no
+    difference; the statements follow the paired difference intervals."""
+    base = {"synthetic_number_prep": [1] * 2 + [0] * 18, "synthetic_number_src": [1] * 2 + [0] * 18}
+    base["synthetic_npi_src_any"] = [1, 0] * 20
+    tg = {"synthetic_number_prep": [1] * 18 + [0] * 2, "synthetic_number_src": [1] * 18 + [0] * 2}
+    tg["synthetic_npi_src_any"] = [1, 0] * 20
+    tg["synthetic_npi_src_any"][1] = 1
+    write_items_run(tmp_path / "txl", "txl-terminals", 0, base)
+    for seed in (0, 1):
+        write_items_run(tmp_path / f"tg-{seed}", "tg", seed, tg)
+    result = run(
+        "report", tmp_path / "txl", tmp_path / "tg-0", tmp_path / "tg-1", "--out", tmp_path / "report"
+    )
+    assert result.returncode == 0, result.stderr
+    text = (tmp_path / "report" / "report.md").read_text()
+    rows = {tuple(cell.strip() for cell in line.split("|")[1:3]): line for line in text.splitlines()}
+    assert rows[("tg", "agreement")].rstrip(" |").endswith("ahead")
+    assert "| 0.900 [" in rows[("tg", "agreement")] and "| 0.100 [" in rows[("tg", "agreement")]
+    assert rows[("tg", "NPI licensing")].rstrip(" |").endswith("no difference")
+    assert "- **tg** against txl-terminals: ahead on agreement; no difference on NPI licensing." in text
+    assert "(runs: txl-terminals 1, tg 2)" in text
+    assert (tmp_path / "report" / "sg_circuits.png").stat().st_size > 1000
+    bad = run("report", tmp_path / "txl", "--out", tmp_path / "r2", "--baseline", "lstm")
+    assert bad.returncode != 0 and "baseline 'lstm' is not a model of the runs" in bad.stderr

@@ -14,7 +14,8 @@ import yaml
 
 from syntaxlm.models import ConfigError, ModelFileError, build_model, load_model
 from syntaxlm.models.layers.attention import RelativePositions
-from syntaxlm.models.transformer_grammar import TransformerGrammar
+from syntaxlm.models.layers.transformer import next_memory
+from syntaxlm.models.transformer_grammar import TransformerGrammar, _used_columns
 from syntaxlm.text.base import PAD_ID
 from syntaxlm.text.build import build_vocabulary
 from syntaxlm.trees.ptb import parse_tree
@@ -26,11 +27,11 @@ TREES = [
     "(S (NP a cat) (VP sees (NP the blue dog)) .)",
     "(S (VP sings))",
 ]
-# Longer than the tiny recipes' segment of 128 positions (txl-trees: 253 and 180 positions,
-# txl-terminals: 152 and 83), and no longer than segment + memory, so nothing is lost.
+# Longer than the tiny recipes' segment of 256 positions (txl-trees: 453 and 444 positions,
+# txl-terminals: 272 and 203), and no longer than segment + memory, so nothing is lost.
 LONG_TREES = [
-    "(S " + " ".join(["(NP the blue dog)"] * 50) + ")",
-    "(S " + " ".join(["(NP a cat) (VP sees (NP the bird))"] * 16) + " .)",
+    "(S " + " ".join(["(NP the blue dog)"] * 90) + ")",
+    "(S " + " ".join(["(NP a cat) (VP sees (NP the bird))"] * 39) + " .)",
 ]
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -157,14 +158,14 @@ def test_txl_recipes_score_like_transformer_xl_at_every_distance(vocab, model_na
 
 @pytest.mark.parametrize(
     ("model_name", "expected"),
-    [("tg", (-1, 62)), ("txl-trees", (0, 128 + 128 - 1)), ("txl-terminals", (0, 128 + 128 - 1))],
+    [("tg", (-1, 62)), ("txl-trees", (0, 256 + 256 - 1)), ("txl-terminals", (0, 256 + 256 - 1))],
 )
 def test_recipes_clip_depths_to_62_and_cover_every_linear_distance(vocab, model_name, expected):
     """TG's depth differences take 64 buckets, [-1, 62], as the authors'; the TXL baselines' table
-    runs from 0 to the farthest key of a query's segment (128) and memory (128)."""
+    runs from 0 to the farthest key of a query's segment (256) and memory (256)."""
     positions = _recipe_model(vocab, model_name).relative_positions
     assert (positions.lowest, positions.highest) == expected
-    distance = torch.tensor([0, 62, 63, 200, 255])
+    distance = torch.tensor([0, 62, 63, 200, 511])
     buckets = positions.buckets(distance)
     if model_name == "tg":
         assert buckets.tolist() == [1, 63, 63, 63, 63]
@@ -227,6 +228,32 @@ def test_segments_with_memory_score_like_one_segment(vocab, trees, model_name):
     for a, b in zip(whole.token_logprobs(sequences), cut.token_logprobs(sequences), strict=True):
         np.testing.assert_allclose(a, b, atol=1e-5)
         assert np.count_nonzero(a) > 0
+
+
+@pytest.mark.parametrize("model_name", ["tg", "txl-trees"])
+def test_stream_batches_drop_only_columns_nobody_uses(vocab, trees, model_name):
+    """Stream batches lose the segment positions after every row's end and the memory slots before
+    every row's memory; the losses and the memories passed on stay those of the full batch."""
+    model = _model(vocab, model_name, segment_length=12, memory_length=16)
+    corpus = model.prepare([*trees, *(parse_tree(text) for text in LONG_TREES)])
+    assert corpus.order == "streams"
+    full_state = trimmed_state = None
+    narrower = 0
+    with torch.no_grad():
+        for batch in corpus.batches(3, seed=1):
+            logits, layer_inputs = model(batch, full_state)
+            labels = batch["labels"].long()
+            targets = labels != PAD_ID
+            expected = torch.nn.functional.cross_entropy(logits[targets], labels[targets], reduction="sum")
+            out = model.loss(batch, trimmed_state)
+            torch.testing.assert_close(out.sums["lm"], expected, rtol=1e-5, atol=1e-4)
+            full_state = next_memory(full_state, layer_inputs, batch["next_memory_source"])
+            for full, trimmed in zip(full_state, out.state, strict=True):
+                torch.testing.assert_close(trimmed, full, rtol=1e-5, atol=1e-5)
+            trimmed_state = out.state
+            columns, _ = _used_columns(batch, full_state)
+            narrower += columns["position"].shape[1] < 12 or columns["memory_position"].shape[1] < 16
+    assert narrower > 0
 
 
 def test_smart_memory_keeps_what_previous_memory_loses(vocab, trees):

@@ -992,6 +992,24 @@ CIRCUIT_OF_SUITE: dict[str, str] = {
 }
 CIRCUITS: tuple[str, ...] = tuple(sorted(set(CIRCUIT_OF_SUITE.values())))
 
+# The synthetic suites (``syntaxlm.data.synthetic``) by phenomenon: those whose names start with
+# its prefix.
+SYNTHETIC_PHENOMENA: dict[str, str] = {
+    "agreement": "synthetic_number_",
+    "reflexives": "synthetic_reflexive_",
+    "NPI licensing": "synthetic_npi_",
+    "subordination": "synthetic_subordination",
+    "centre embedding": "synthetic_center_embed",
+}
+
+
+def suite_group(suite: str) -> str | None:
+    """The group a suite is reported under: its circuit (Hu et al. 2020) for a published suite, its
+    phenomenon for a synthetic one, else ``None``."""
+    if suite in CIRCUIT_OF_SUITE:
+        return CIRCUIT_OF_SUITE[suite]
+    return next((name for name, prefix in SYNTHETIC_PHENOMENA.items() if suite.startswith(prefix)), None)
+
 QIAN_2021_SUITES: tuple[str, ...] = tuple(CIRCUIT_OF_SUITE)  # the 34 suites without nn-nv-rpl
 HU_2020_SUITES: tuple[str, ...] = tuple(s for s in QIAN_2021_SUITES if s not in ("fgd-embed3", "fgd-embed4"))
 

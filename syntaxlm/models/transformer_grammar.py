@@ -235,12 +235,16 @@ class TransformerGrammar(SyntacticLM):
         relative = None
         position_table = None
         if self.relative_positions is not None:
+            reach = None
             if self.config.position_kind == "depth":
                 distance = batch["depth"][:, :, None] - key_depth[:, None, :]
             else:
                 distance = position[:, :, None] - key_position[:, None, :]
-            relative = self.relative_positions.buckets(distance)
-            position_table = self.relative_positions.table()
+                if self.variant != "tg" or not has_memory or not self.config.smart_memory:
+                    # Consecutive keys (a memory of the positions just before the segment; only
+                    # TG's smart memory keeps older ones): no distance reaches the key count.
+                    reach = key_position.shape[1] - 1
+            relative, position_table = self.relative_positions.lookup(distance, reach)
 
         x = self.embedding(inputs) * math.sqrt(self.config.d_model)
         hidden, layer_inputs = self.transformer(
@@ -256,13 +260,14 @@ class TransformerGrammar(SyntacticLM):
         return F.linear(hidden, weight, self.output_bias), layer_inputs
 
     def loss(self, batch: Batch, state: list[Tensor] | None = None) -> LossOutput:
-        logits, layer_inputs = self(batch, state)
-        labels = batch["labels"].long()
+        tensors, memories = _used_columns(batch, state)
+        logits, layer_inputs = self(tensors, memories)
+        labels = tensors["labels"].long()
         targets = labels != PAD_ID  # COMPOSE positions and padding predict nothing
         nll = F.cross_entropy(logits[targets].float(), labels[targets], reduction="sum")
         next_state = None
-        if "next_memory_source" in batch:
-            next_state = next_memory(state, layer_inputs, batch["next_memory_source"])
+        if "next_memory_source" in tensors:
+            next_state = next_memory(memories, layer_inputs, tensors["next_memory_source"])
         return LossOutput({"lm": nll}, dict(batch.counts), next_state)
 
     @torch.no_grad()
@@ -627,6 +632,36 @@ class TGDecoder(Decoder):
         for name in ("_position", "_depth", "_on_stack", "_open"):
             setattr(self, name, getattr(self, name).gather(1, order))
         self._cache.gather_slots(order)
+
+
+def _used_columns(
+    batch: Batch | dict[str, Tensor], memories: list[Tensor] | None
+) -> tuple[dict[str, Tensor], list[Tensor] | None]:
+    """A batch of stream segments without the columns no row uses, and its memories to match.
+
+    Stream batches are as wide as a segment, with a memory of ``memory_length`` slots, even when
+    their rows are short sentences that fit a segment (a corpus streams as soon as one sequence is
+    longer than a segment). The segment positions after the last one any row holds and the memory
+    slots before the first one any row holds are attended by nobody: dropping them leaves every
+    score the same. The next memory's sources, indices into ``[memory; segment]``, move with the
+    memory's first slot; the next memory keeps its full ``memory_length`` slots."""
+    names = [name for name in (*_SEGMENT_FIELDS, *_MEMORY_FIELDS) if name in batch]
+    tensors = {name: batch[name] for name in names}
+    if "memory_position" not in tensors:
+        return tensors, memories  # shuffled batches are cut to their longest row already
+    used = (tensors["position"] >= 0).any(dim=0).nonzero()
+    width = int(used.max()) + 1 if len(used) else 1
+    for name in _SEGMENT_FIELDS:
+        tensors[name] = tensors[name][:, :width]
+    if memories is None:
+        return tensors, memories  # a first segment: no memory is read, the sources count all slots
+    held = (tensors["memory_position"] >= 0).any(dim=0).nonzero()
+    first = int(held.min()) if len(held) else tensors["memory_position"].shape[1]
+    for name in ("memory_position", "memory_depth", "memory_popped_at"):
+        tensors[name] = tensors[name][:, first:]
+    source = tensors["next_memory_source"]
+    tensors["next_memory_source"] = torch.where(source >= 0, source - first, source)
+    return tensors, [memory[:, first:] for memory in memories]
 
 
 def _id_mask(size: int, ids, device) -> Tensor:

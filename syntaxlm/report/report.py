@@ -10,8 +10,11 @@ Numbers read per result kind:
 
 - ``syntaxgym`` (one file per suite): suite accuracy (prediction 0); per run, the mean over the
   suites scored, the SG scores over the 31 suites of Hu et al. and the 33 of Qian et al. (only when
-  every suite of the set is there) and circuit means over the suites present, plotted per model
-  (TG Fig. 4);
+  every suite of the set is there) and group means (``suite_group``: the circuit of a published
+  suite, the phenomenon of a synthetic one) over the suites present, plotted per model with 95%
+  intervals and chance (TG Fig. 4). From the suites' per-item outcomes every model is compared with
+  a baseline model, per group: the difference of accuracy with its paired bootstrap interval
+  (``eval.intervals``), "ahead" or "behind" only when that interval excludes 0;
 - ``perplexity``: corpus perplexity per word (the end of sentence in the numerator, the words in
   the denominator: TG §3.1, Qian et al. §3.2.1) and per token (the end counted as a token: PTB
   LSTM LMs), each column labelled; with SG, a per-word-perplexity-vs-SG plot (structural guidance
@@ -34,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from syntaxlm.errors import InputFormatError
-from syntaxlm.eval.syntaxgym import CIRCUIT_OF_SUITE, CIRCUITS, sg_scores
+from syntaxlm.eval.intervals import Interval, bootstrap_difference, bootstrap_mean, verdict
+from syntaxlm.eval.syntaxgym import CIRCUITS, SYNTHETIC_PHENOMENA, sg_scores, suite_group
 from syntaxlm.files import atomic_writer, read_json
 from syntaxlm.report.plots import circuit_accuracy_figure, perplexity_vs_sg_figure, save_figure
 from syntaxlm.results import read_result
@@ -51,6 +55,9 @@ class Run:
     seed: Any = None
     metrics: dict[str, float] = field(default_factory=dict)
     circuits: dict[str, float] = field(default_factory=dict)
+    # Per suite: prediction 0's outcome of each item (1.0 holds, 0.0 fails), and its chance level.
+    suite_items: dict[str, list[float]] = field(default_factory=dict)
+    suite_chance: dict[str, float] = field(default_factory=dict)
 
 
 def read_run(folder: str | Path) -> Run:
@@ -69,7 +76,12 @@ def read_run(folder: str | Path) -> Run:
         record = read_result(path)
         kind, result = record["kind"], record["result"]
         if kind == "syntaxgym":
-            suite_accuracy[result["suite"]] = result["accuracy_pred0"]
+            suite = result["suite"]
+            suite_accuracy[suite] = result["accuracy_pred0"]
+            if result.get("items"):
+                run.suite_items[suite] = [float(bool(item["results"][0])) for item in result["items"]]
+            if result.get("chance_pred0") is not None:
+                run.suite_chance[suite] = result["chance_pred0"]
         else:
             run.metrics.update(_metrics(kind, result))
     if suite_accuracy:
@@ -79,12 +91,129 @@ def read_run(folder: str | Path) -> Run:
         for key, label in SG_SETS.items():
             if scores[key]["mean_over_suites"] is not None:
                 run.metrics[label] = scores[key]["mean_over_suites"]
-        by_circuit: dict[str, list[float]] = defaultdict(list)
+        by_group: dict[str, list[float]] = defaultdict(list)
         for suite, accuracy in suite_accuracy.items():
-            if suite in CIRCUIT_OF_SUITE:
-                by_circuit[CIRCUIT_OF_SUITE[suite]].append(accuracy)
-        run.circuits = {circuit: statistics.mean(values) for circuit, values in by_circuit.items()}
+            group = suite_group(suite)
+            if group is not None:
+                by_group[group].append(accuracy)
+        run.circuits = {group: statistics.mean(values) for group, values in by_group.items()}
     return run
+
+
+GROUP_ORDER = (*CIRCUITS, *SYNTHETIC_PHENOMENA)
+ALL_SUITES = "all suites"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A model against the baseline on one group of suites: both accuracies (the mean of the
+    suites' accuracies) and their difference, model − baseline, each with its interval."""
+
+    model: str
+    group: str
+    suites: tuple[str, ...]
+    items: int
+    accuracy: Interval
+    baseline_accuracy: Interval
+    difference: Interval
+
+    @property
+    def verdict(self) -> str:
+        return verdict(self.difference)
+
+
+def group_outcomes(runs: list[Run], suites: Iterable[str]) -> tuple[list[list[float]], list[str]] | None:
+    """The ``[runs][items]`` outcomes of ``suites`` (their items one after another, in the order
+    given) and each item's suite, or ``None`` unless every run holds per-item outcomes of every
+    suite, with as many items in each run."""
+    suites = list(suites)
+    if not runs or not suites:
+        return None
+    for suite in suites:
+        counts = {len(run.suite_items.get(suite, ())) for run in runs}
+        if len(counts) != 1 or 0 in counts:
+            return None
+    table = [[value for suite in suites for value in run.suite_items[suite]] for run in runs]
+    labels = [suite for suite in suites for _ in runs[0].suite_items[suite]]
+    return table, labels
+
+
+def suite_groups(runs: Iterable[Run]) -> dict[str, list[str]]:
+    """The suites with per-item outcomes in ``runs``, by group (``GROUP_ORDER``), then all of them
+    under ``ALL_SUITES``."""
+    suites = sorted({suite for run in runs for suite in run.suite_items})
+    groups = {
+        group: members
+        for group in GROUP_ORDER
+        if (members := [suite for suite in suites if suite_group(suite) == group])
+    }
+    if suites:
+        groups[ALL_SUITES] = suites
+    return groups
+
+
+def sg_comparisons(by_model: dict[str, list[Run]], baseline: str) -> list[Comparison]:
+    """Every other model against ``baseline``, per group of the suites both scored with per-item
+    outcomes (every run of each): accuracies and the paired difference with 95% intervals over the
+    items and the runs (seeds), stratified by suite."""
+    comparisons = []
+    for model, runs in by_model.items():
+        if model == baseline:
+            continue
+        shared = [run for run in (*runs, *by_model[baseline])]
+        for group, suites in suite_groups(shared).items():
+            suites = [s for s in suites if all(s in run.suite_items for run in shared)]
+            ours, theirs = group_outcomes(runs, suites), group_outcomes(by_model[baseline], suites)
+            if ours is None or theirs is None or len(ours[1]) != len(theirs[1]):
+                continue
+            (table, labels), (base_table, _) = ours, theirs
+            comparisons.append(
+                Comparison(
+                    model=model,
+                    group=group,
+                    suites=tuple(suites),
+                    items=len(labels),
+                    accuracy=bootstrap_mean(table, groups=labels),
+                    baseline_accuracy=bootstrap_mean(base_table, groups=labels),
+                    difference=bootstrap_difference(table, base_table, groups=labels),
+                )
+            )
+    return comparisons
+
+
+def comparison_lines(comparisons: list[Comparison], baseline: str, runs_of: dict[str, int]) -> list[str]:
+    """The report's section of ``sg_comparisons``: a table and, per model, where it is ahead."""
+    seeds = ", ".join(f"{model} {n}" for model, n in runs_of.items())
+    lines = [
+        f"## SyntaxGym: each model against {baseline}",
+        "",
+        "Accuracy of each group of suites (the mean of its suites' accuracies, prediction 0) and the "
+        f"difference model − {baseline}, each with a 95% bootstrap interval over the items, stratified "
+        "by suite, and over the runs (seeds) where a model has several "
+        f"(runs: {seeds}); the difference is paired on the items. A model is *ahead* or *behind* only "
+        "when the difference's interval excludes 0; otherwise there is *no difference* at this sample "
+        "size.",
+        "",
+        f"| model | group | suites | items | model accuracy | {baseline} | difference | verdict |",
+        "|---|---|---:|---:|---|---|---|---|",
+    ]
+    for c in comparisons:
+        lines.append(
+            f"| {c.model} | {c.group} | {len(c.suites)} | {c.items} | {c.accuracy.text()} | "
+            f"{c.baseline_accuracy.text()} | {c.difference.text()} | {c.verdict} |"
+        )
+    lines.append("")
+    for model in dict.fromkeys(c.model for c in comparisons):
+        verdicts: dict[str, list[str]] = defaultdict(list)
+        for c in comparisons:
+            if c.model == model and c.group != ALL_SUITES:
+                verdicts[c.verdict].append(c.group)
+        parts = [f"{key} on {', '.join(groups)}" for key, groups in verdicts.items() if key != "no difference"]
+        if verdicts["no difference"]:
+            parts.append(f"no difference on {', '.join(verdicts['no difference'])}")
+        lines.append(f"- **{model}** against {baseline}: " + "; ".join(parts) + ".")
+    lines.append("")
+    return lines
 
 
 def _is_result(path: Path) -> bool:
@@ -131,6 +260,31 @@ def _metrics(kind: str, result: dict[str, Any]) -> dict[str, float]:
     return {}
 
 
+def group_intervals(by_model: dict[str, list[Run]]) -> dict[str, dict[str, Interval]]:
+    """Per model and group, the 95% interval of its accuracy (items and runs), where every run of
+    the model has per-item outcomes of the group's suites."""
+    intervals: dict[str, dict[str, Interval]] = {}
+    for model, runs in by_model.items():
+        for group, suites in suite_groups(runs).items():
+            outcomes = group_outcomes(runs, suites)
+            if outcomes is not None and group != ALL_SUITES:
+                intervals.setdefault(model, {})[group] = bootstrap_mean(outcomes[0], groups=outcomes[1])
+    return intervals
+
+
+def group_chance(runs: Iterable[Run]) -> dict[str, float]:
+    """Per group, the accuracy of a model that cannot tell the conditions apart: the mean of its
+    suites' chance levels (as the group's accuracy is the mean of its suites' accuracies)."""
+    chance: dict[str, float] = {}
+    for run in runs:
+        chance.update(run.suite_chance)
+    by_group: dict[str, list[float]] = defaultdict(list)
+    for suite, level in chance.items():
+        if (group := suite_group(suite)) is not None:
+            by_group[group].append(level)
+    return {group: statistics.mean(levels) for group, levels in by_group.items()}
+
+
 def _cell(values: list[float]) -> str:
     if not values:
         return ""
@@ -140,15 +294,24 @@ def _cell(values: list[float]) -> str:
 
 
 def make_report(
-    run_folders: Iterable[str | Path], out: str | Path, *, figure_sentence: str | None = None
+    run_folders: Iterable[str | Path],
+    out: str | Path,
+    *,
+    figure_sentence: str | None = None,
+    baseline: str | None = None,
 ) -> Path:
     """Write ``out/report.md`` and its PNG figures; returns the Markdown file's path.
-    ``figure_sentence``: also draw the figures of the runs' saved models for this sentence."""
+    ``figure_sentence``: also draw the figures of the runs' saved models for this sentence.
+    ``baseline``: the model the others are compared with on SyntaxGym (default: the first)."""
     out = Path(out)
     runs = [read_run(folder) for folder in run_folders]
     if not runs:
         raise ValueError("no run folders given")
     models = list(dict.fromkeys(run.model for run in runs))
+    if baseline is None:
+        baseline = models[0]
+    elif baseline not in models:
+        raise ValueError(f"baseline {baseline!r} is not a model of the runs ({', '.join(models)})")
     by_model: dict[str, list[Run]] = defaultdict(list)
     for run in runs:
         by_model[run.model].append(run)
@@ -172,9 +335,20 @@ def make_report(
     }
     if circuit_means:
         present = {circuit for means in circuit_means.values() for circuit in means}
-        order = [circuit for circuit in CIRCUITS if circuit in present]
-        save_figure(circuit_accuracy_figure(circuit_means, circuits=order), out / "sg_circuits.png")
+        order = [group for group in GROUP_ORDER if group in present]
+        intervals, chance = group_intervals(by_model), group_chance(runs)
+        figure = circuit_accuracy_figure(
+            circuit_means,
+            circuits=order,
+            intervals=intervals,
+            chance=chance or None,
+            title="SyntaxGym accuracy by circuit or phenomenon",
+        )
+        save_figure(figure, out / "sg_circuits.png")
         lines += ["## SyntaxGym by circuit", "", "![SG accuracy by circuit](sg_circuits.png)", ""]
+    comparisons = sg_comparisons(by_model, baseline)
+    if comparisons:
+        lines += comparison_lines(comparisons, baseline, {model: len(by_model[model]) for model in models})
     # The SG axis: the 31-suite score when every run has it, else the mean over the suites scored.
     sg_label = SG_SETS["hu2020"]
     if not all(sg_label in r.metrics for r in runs if PERPLEXITY_PER_WORD in r.metrics):

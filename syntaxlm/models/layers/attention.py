@@ -84,6 +84,16 @@ class RelativePositions(nn.Module):
         """Relative positions → bucket indices (clipped into the range)."""
         return (relative.clamp(self.lowest, self.highest) - self.lowest).long()
 
+    def lookup(self, relative: Tensor, reach: int | None = None) -> tuple[Tensor, Tensor]:
+        """The bucket indices of ``relative`` and the table they index. ``reach``: the largest
+        relative position any attended pair can have (e.g. the key count − 1 for linear positions
+        over consecutive keys); the table then stops at its bucket, so the attention computes the
+        position term ``[B, H, Q, n_buckets]`` only for buckets in use. The scores are unchanged:
+        no attended pair lies beyond ``reach``, and masked pairs may take any bucket."""
+        highest = self.highest if reach is None else max(self.lowest, min(self.highest, reach))
+        buckets = (relative.clamp(self.lowest, highest) - self.lowest).long()
+        return buckets, self.table()[: highest - self.lowest + 1]
+
 
 class Attention(nn.Module):
     """Multi-head attention over ``[memory; x]`` (see the module docstring)."""

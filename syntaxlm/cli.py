@@ -1462,7 +1462,7 @@ def experiment_curve(
     models: Annotated[str | None, _default_option("Tiny recipes to train (comma-separated names).")] = None,
     items_per_suite: Annotated[int | None, _default_option("Items per suite.")] = None,
     lexicon_size: Annotated[
-        int | None, _default_option("Words per open class of the grammar (default 20; 0: the full lexicon).")
+        int | None, _default_option("Words per open class of the grammar (default 10; 0: the full lexicon).")
     ] = None,
     data_seed: Annotated[int | None, _default_option("Seed of the synthetic data.")] = None,
     min_epochs: Annotated[int | None, _default_option("Passes over the largest sizes.")] = None,

@@ -74,7 +74,7 @@ class CurveSettings:
     - ``dev_sentences``, ``test_sentences``: the shared dev split (validation, once at the end of a
       run) and test split (perplexity, when ``perplexity``);
     - ``items_per_suite``: items of each SyntaxGym suite; ``lexicon_size``: caps the synthetic
-      grammar's open-class word lists (``None``: the full lexicon; 20, as the quickstart: a
+      grammar's open-class word lists (``None``: the full lexicon; 10, as the quickstart: a
       lexicon these budgets learn agreement with, docs/learning-curve.md);
     - the budget rule: ``epochs(size) = max(min_epochs, ceil(min_steps * batch_size / size))``
       passes, ``batch_size`` rows per step;
@@ -90,7 +90,7 @@ class CurveSettings:
     dev_sentences: int = 500
     test_sentences: int = 500
     items_per_suite: int = 40
-    lexicon_size: int | None = 20
+    lexicon_size: int | None = 10
     min_epochs: int = 3
     min_steps: int = 1000
     batch_size: int = 32

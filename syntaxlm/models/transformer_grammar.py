@@ -604,8 +604,10 @@ class TGDecoder(Decoder):
         relative = position_table = None
         if model.relative_positions is not None:
             distance = query_coordinate[:, :, None] - key_coordinate[:, None, :]
-            relative = model.relative_positions.buckets(distance)
-            position_table = model.relative_positions.table()
+            reach = None
+            if model.config.position_kind == "linear":  # no key lies after position 0 or a query
+                reach = int(self._length.max()) + 1
+            relative, position_table = model.relative_positions.lookup(distance, reach)
         with _evaluating(model):
             x = model.embedding(inputs) * math.sqrt(model.config.d_model)
             hidden = model.transformer.step(

@@ -89,7 +89,7 @@ class CurveSettings:
     data_seed: int = 0
     dev_sentences: int = 500
     test_sentences: int = 500
-    items_per_suite: int = 40
+    items_per_suite: int = 20
     lexicon_size: int | None = 10
     min_epochs: int = 3
     min_steps: int = 1000

@@ -26,6 +26,10 @@ from syntaxlm.text.symbols import REDUCE, open_action
 from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
 from syntaxlm.trees.ptb import TreeReader
 
+# A kept prefix keeps its state; its log-probabilities are recomputed with the other rows, and
+# the CPU's matmul kernels may sum in another order for another row count or row position.
+FLOAT_ORDER = 1e-5
+
 SMALL = {"d_model": 32, "n_layers": 2, "n_heads": 4, "d_ff": 64, "dropout": 0.0, "attention_dropout": 0.0}
 
 
@@ -182,9 +186,13 @@ def test_decoder_restarts_and_changes_size(data):
     assert decoder.size == 1 and decoder.length == 3
     expected = full_logprobs(model, torch.tensor([[BOS_ID, 9, 10]]), None)[0, -1]
     torch.testing.assert_close(decoder.logprobs()[0], expected, atol=1e-5, rtol=0)
-    decoder.start(2)  # a fresh start forgets everything
+    decoder.start(2)  # a fresh start forgets everything: it equals a new decoder of that size
     assert decoder.size == 2 and decoder.length == 1
-    torch.testing.assert_close(decoder.logprobs(), first[:2], atol=0, rtol=0)
+    fresh = model.decoder()
+    fresh.start(2)
+    assert torch.equal(decoder.logprobs(), fresh.logprobs())
+    # Against the 3-row start only up to float order: the CPU's matmul kernels may differ by row count.
+    torch.testing.assert_close(decoder.logprobs(), first[:2], atol=1e-5, rtol=0)
 
 
 # --- kept prefixes (KEEP) --------------------------------------------------------------------
@@ -198,12 +206,12 @@ def test_a_step_that_keeps_every_prefix_changes_nothing(data, name):
     decoder.advance(torch.tensor([0, 1, 2]), torch.tensor([5, KEEP, 6]))
     before = decoder.logprobs()
     decoder.advance(torch.tensor([2, 0, 1]), torch.tensor([KEEP, KEEP, KEEP]))
-    torch.testing.assert_close(decoder.logprobs(), before[[2, 0, 1]], atol=0, rtol=0)
+    torch.testing.assert_close(decoder.logprobs(), before[[2, 0, 1]], atol=FLOAT_ORDER, rtol=0)
     decoder.advance(torch.tensor([1, 0]), torch.tensor([7, KEEP]))
     if name == "lm":
         expected = full_logprobs(model, torch.tensor([[BOS_ID, 5, 7]]), None)[0, -1]
         torch.testing.assert_close(decoder.logprobs()[0], expected, atol=1e-5, rtol=0)
-    torch.testing.assert_close(decoder.logprobs()[1], before[2], atol=0, rtol=0)
+    torch.testing.assert_close(decoder.logprobs()[1], before[2], atol=FLOAT_ORDER, rtol=0)
 
 
 def decode_with_waits(

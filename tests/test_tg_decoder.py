@@ -20,6 +20,10 @@ from syntaxlm.text.build import build_vocabulary
 from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
 from syntaxlm.trees.ptb import TreeReader, parse_tree
 
+# A kept prefix keeps its state; its log-probabilities are recomputed with the other rows, and
+# the CPU's matmul kernels may sum in another order for another row count or row position.
+FLOAT_ORDER = 1e-5
+
 SMALL = {"d_model": 32, "n_layers": 2, "n_heads": 4, "d_ff": 64, "dropout": 0.0}
 VARIANTS = ("tg", "txl-trees", "txl-terminals")
 
@@ -245,9 +249,9 @@ def test_a_step_that_keeps_every_prefix_changes_nothing(data):
     decoder.advance(torch.tensor([0, 1, 2]), torch.tensor([vocab.index("(S"), vocab.index("(S"), KEEP]))
     before = decoder.logprobs()
     decoder.advance(torch.tensor([2, 0, 1]), torch.tensor([KEEP, KEEP, KEEP]))
-    torch.testing.assert_close(decoder.logprobs(), before[[2, 0, 1]], atol=0, rtol=0)
+    torch.testing.assert_close(decoder.logprobs(), before[[2, 0, 1]], atol=FLOAT_ORDER, rtol=0)
     decoder.advance(torch.tensor([1, 2]), torch.tensor([vocab.index("the"), KEEP]))
-    torch.testing.assert_close(decoder.logprobs()[1], before[1], atol=0, rtol=0)
+    torch.testing.assert_close(decoder.logprobs()[1], before[1], atol=FLOAT_ORDER, rtol=0)
 
 
 def test_decoding_a_training_model_uses_eval_mode_and_keeps_its_mode(data):

@@ -373,13 +373,16 @@ def aggregate_curve(out: str | Path, settings: CurveSettings) -> dict[str, Any]:
 
     out = Path(out)
     bootstrap = {"level": settings.level, "resamples": settings.resamples}
+    suites = sorted((out / "data" / "suites").glob("*.json"))
     cells, runs, tables = [], [], {}
     for model in settings.models:
         for size in sorted(settings.sizes):
+            # Only runs with every suite's result: one being evaluated has some of them.
             done = [
                 seed
                 for seed in settings.seeds
                 if (run_folder(out, model, size, seed) / "results" / "sg").is_dir()
+                and is_evaluated(run_folder(out, model, size, seed), suites, settings)
             ]
             if not done:
                 continue
@@ -487,6 +490,20 @@ def write_curve_report(out: str | Path) -> tuple[Path, Path]:
         ),
         "",
     ]
+    planned = len(settings["models"]) * len(settings["sizes"]) * len(settings["seeds"])
+    if len(curve["runs"]) < planned:
+        have = {}
+        for run in curve["runs"]:
+            have.setdefault((run["model"], run["size"]), []).append(run["seed"])
+        lines += [
+            f"**Incomplete:** {len(curve['runs'])} of {planned} runs evaluated (run the command again to "
+            "continue); each cell averages the seeds it has: "
+            + "; ".join(
+                f"{label(m)} {s:,}: {', '.join(map(str, have[m, s]))}" for m, s in sorted(have, key=lambda k: (k[1], k[0]))
+            )
+            + ".",
+            "",
+        ]
     for phenomenon, pattern in curve["phenomena"].items():
         present = [c for c in curve["cells"] if c["phenomenon"] == phenomenon]
         if not present:

@@ -116,9 +116,10 @@ FAST = Budget(
 # --- progress -------------------------------------------------------------------------------------
 
 # Relative cost of each stage for the ETA: seconds per training epoch and seconds of evaluation
-# on 2 CPU cores (FULL budget, 2026-11-26), in units of TXL (terminals)'s epoch.
+# on 2 CPU cores (FULL budget, 2026-11-26; the transformers' training from the learning curve's
+# runs, after the joint models' batches became whole sentences), in units of TXL (terminals)'s epoch.
 TRAIN_WEIGHT = {
-    "txl-terminals": 1.0, "txl-trees": 11.7, "tg": 10.6, "plm-mask": 1.8,
+    "txl-terminals": 1.0, "txl-trees": 2.4, "tg": 3.0, "plm-mask": 2.0,
     "sclm-next": 0.7, "prpn": 5.9, "esom": 5.2, "dm-lstm": 0.7,
 }  # fmt: skip
 EVAL_WEIGHT = {"txl-trees": 15.0, "tg": 15.1, "plm-mask": 13.7}

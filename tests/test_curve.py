@@ -232,6 +232,21 @@ def test_cells_pool_the_items_of_a_phenomenons_suites_over_seeds(tmp_path):
     with pytest.raises(InputFormatError, match="other agreement items"):
         outcome_tables([run_folder(tmp_path, "tg", 10, seed) for seed in (0, 1)])
 
+    # A run without every suite's result (being evaluated) is left out, and the report says so.
+    suites = tmp_path / "data" / "suites"
+    suites.mkdir(parents=True)
+    for suite in (*number, npi):
+        (suites / f"{suite}.json").write_text("{}")
+    (run_folder(tmp_path, "tg", 10, 1) / "results" / "sg" / f"{number[1]}.json").unlink()
+    result = aggregate_curve(tmp_path, settings)
+    cells = {(c["model"], c["phenomenon"]): c for c in result["cells"]}
+    assert cells["tg", "agreement"]["seeds"] == [0]
+    assert cells["tg", "agreement"]["estimate"] == pytest.approx(5 / 6)
+    write_curve_report(tmp_path)
+    report = (tmp_path / "curve.md").read_text()
+    assert "**Incomplete:** 3 of 4 runs evaluated" in report
+    assert "TG 10: 0; " in report and "TXL (terminals) 10: 0, 1" in report
+
 
 def test_curve_command_options():
     result = run("experiment", "curve", "--help")

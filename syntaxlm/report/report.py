@@ -160,7 +160,7 @@ def sg_comparisons(by_model: dict[str, list[Run]], baseline: str) -> list[Compar
     for model, runs in by_model.items():
         if model == baseline:
             continue
-        shared = [run for run in (*runs, *by_model[baseline])]
+        shared = [*runs, *by_model[baseline]]
         for group, suites in suite_groups(shared).items():
             suites = [s for s in suites if all(s in run.suite_items for run in shared)]
             ours, theirs = group_outcomes(runs, suites), group_outcomes(by_model[baseline], suites)

@@ -82,7 +82,7 @@ class RelativePositions(nn.Module):
 
     def buckets(self, relative: Tensor) -> Tensor:
         """Relative positions → bucket indices (clipped into the range)."""
-        return (relative.clamp(self.lowest, self.highest) - self.lowest).long()
+        return self.lookup(relative)[0]
 
     def lookup(self, relative: Tensor, reach: int | None = None) -> tuple[Tensor, Tensor]:
         """The bucket indices of ``relative`` and the table they index. ``reach``: the largest

@@ -1359,6 +1359,15 @@ def quickstart(
         str | None, typer.Option(help="Only these models (comma-separated names).", show_default=False)
     ] = None,
     seed: Annotated[int, typer.Option(help="Random seed (data and training).")] = 0,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Models trained side by side, each in its own process with its share of the CPU "
+            "threads (default: one per CPU thread; 1 on a GPU).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """The main job: every model's tiny recipe trained on one treebank and compared (report.md).
 
@@ -1367,7 +1376,7 @@ def quickstart(
     from syntaxlm.quickstart import run_quickstart
 
     chosen = [name.strip() for name in models.split(",") if name.strip()] if models else None
-    run_quickstart(out, data=data, fast=fast, seed=seed, models=chosen, echo=typer.echo)
+    run_quickstart(out, data=data, fast=fast, seed=seed, models=chosen, workers=workers, echo=typer.echo)
 
 
 @app.command("reproduce")
@@ -1478,6 +1487,15 @@ def experiment_curve(
     perplexity: Annotated[
         bool, typer.Option("--perplexity", help="Also score test perplexity (and joint models' parses).")
     ] = False,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Runs trained side by side, each in its own process with its share of the CPU "
+            "threads (default: one per CPU thread; 1 on a GPU).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """SyntaxGym accuracy per phenomenon against training size, for several models and seeds
     (curve.md, curve.png, curve.json). Options left out take the defaults of ``CurveSettings``
@@ -1509,7 +1527,7 @@ def experiment_curve(
     )
     if lexicon_size == 0:
         settings = replace(settings, lexicon_size=None)
-    run_curve(out, settings, echo=typer.echo)
+    run_curve(out, settings, workers=workers, echo=typer.echo)
 
 
 def main() -> None:

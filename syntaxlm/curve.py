@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -43,7 +42,14 @@ from typing import Any
 
 from syntaxlm.errors import InputFormatError
 from syntaxlm.eval.syntaxgym import SYNTHETIC_PHENOMENA, suite_group
-from syntaxlm.experiments import EvalSettings, Stages, evaluate_model, recipe_on_splits, train_or_resume
+from syntaxlm.experiments import (
+    EvalSettings,
+    Stages,
+    cpu_workers,
+    recipe_on_splits,
+    train_and_evaluate,
+    train_or_resume,
+)
 from syntaxlm.files import atomic_writer, read_json
 from syntaxlm.inference.beam import BeamSettings
 from syntaxlm.models import ConfigError
@@ -239,31 +245,37 @@ def is_evaluated(run: Path, suites: Sequence[Path], settings: CurveSettings) -> 
     return all((results / "sg" / f"{suite.stem}.json").is_file() for suite in suites)
 
 
-def _add_time(run: Path, key: str, action: Callable[[], Any]) -> Any:
-    """Run ``action`` and add its wall time to ``run/timing.json``'s ``key`` (kept across resumptions)."""
-    began = time.perf_counter()
-    value = action()
+def train_and_evaluate_run(config, run: Path, **evaluation: Any) -> None:
+    """Train one run of the curve (or resume it) and evaluate its last model (``evaluate_model``'s
+    keywords), adding the seconds of each to ``run/timing.json`` (kept across resumptions)."""
+    seconds = train_and_evaluate(config, run, model="last", **evaluation)
     timing = read_json(run / TIMING_FILE, InputFormatError) if (run / TIMING_FILE).is_file() else {}
-    timing[key] = round(timing.get(key, 0.0) + time.perf_counter() - began, 1)
+    for stage, value in seconds.items():
+        timing[f"{stage}_seconds"] = round(timing.get(f"{stage}_seconds", 0.0) + value, 1)
     with atomic_writer(run / TIMING_FILE) as handle:
         json.dump(timing, handle, indent=2)
-    return value
 
 
-def _stage_weights(model: str, size: int, settings: CurveSettings) -> tuple[float, float]:
-    """Expected cost of training and of evaluating one run, for the time left (quickstart's
-    measured costs: per pass over 6,400 sentences, and per evaluation on suites of 20 items)."""
-    from syntaxlm.quickstart import EVAL_WEIGHT, TRAIN_WEIGHT
+def _run_weight(model: str, size: int, settings: CurveSettings) -> float:
+    """Expected cost of training and evaluating one run, for the time left (quickstart's measured
+    costs: per pass over 3,200 sentences, and per evaluation on suites of 20 items)."""
+    from syntaxlm.quickstart import EVAL_WEIGHT, TRAIN_WEIGHT, WORDS_ONLY_EVAL_WEIGHT
 
-    train = TRAIN_WEIGHT.get(model, 3.0) * settings.epochs(size) * size / 6400
-    return train, EVAL_WEIGHT.get(model, 0.2) * settings.items_per_suite / 20
+    train = TRAIN_WEIGHT.get(model, 3.0) * settings.epochs(size) * size / 3200
+    return train + EVAL_WEIGHT.get(model, WORDS_ONLY_EVAL_WEIGHT) * settings.items_per_suite / 20
 
 
 def run_curve(
-    out: str | Path, settings: CurveSettings = CurveSettings(), *, echo: Callable[[str], None] = print
+    out: str | Path,
+    settings: CurveSettings = CurveSettings(),
+    *,
+    workers: int | None = None,
+    echo: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Train and evaluate every (model, size, seed) run not yet evaluated, then write
-    ``curve.json``, ``curve.md`` and ``curve.png`` into ``out``; returns ``curve.json``'s result."""
+    ``curve.json``, ``curve.md`` and ``curve.png`` into ``out``; returns ``curve.json``'s result.
+    ``workers``: runs trained and evaluated side by side, each in its own process (default
+    ``cpu_workers()``: one per CPU thread, 1 on a GPU)."""
     out = Path(out)
     for model in settings.models:  # a misspelt model fails now, not after hours of training
         recipe_on_splits(f"{model}-tiny", {}, train={}, overrides=settings.overrides)
@@ -283,26 +295,24 @@ def run_curve(
                     train_or_resume(run_config(model, size, seed, data, settings), run, progress=False)
     if len(todo) < total:
         echo(f"{total - len(todo)} of {total} runs already evaluated; they are kept")
-    weights = []
-    for model, size, seed in todo:
-        train_weight, eval_weight = _stage_weights(model, size, settings)
-        weights.append((f"train {model} size {size} seed {seed}", train_weight))
-        weights.append((f"evaluate {model} size {size} seed {seed}", eval_weight))
-    stages = Stages(weights, echo=echo)
-    for k, (model, size, seed) in enumerate(todo):
-        run = run_folder(out, model, size, seed)
-        config = run_config(model, size, seed, data, settings)
-        train = partial(train_or_resume, config, run, progress=False)
-        stages.run(2 * k, partial(_add_time, run, "train_seconds", train))
-        evaluate = partial(
-            evaluate_model,
-            run / "last",
-            run / "results",
+    weights = [
+        (f"train and evaluate {model} size {size} seed {seed}", _run_weight(model, size, settings))
+        for model, size, seed in todo
+    ]
+    jobs = [
+        partial(
+            train_and_evaluate_run,
+            run_config(model, size, seed, data, settings),
+            run_folder(out, model, size, seed),
             test=data["test"] if settings.perplexity else None,
             suites=data["suites"],
             settings=eval_settings,
         )
-        stages.run(2 * k + 1, partial(_add_time, run, "evaluate_seconds", evaluate))
+        for model, size, seed in todo
+    ]
+    Stages(weights, echo=echo).run_independent(
+        range(len(jobs)), jobs, workers=cpu_workers() if workers is None else workers
+    )
     result = aggregate_curve(out, settings)
     write_curve_report(out)
     echo(f"curve: {out / 'curve.md'}, {out / 'curve.png'}")

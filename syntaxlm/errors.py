@@ -98,3 +98,7 @@ class ActionSequenceError(SyntaxlmError, ValueError):
         if sentence is not None:
             where.append(f"sentence {sentence}")
         super().__init__(f"{problem} ({', '.join(where)})" if where else problem)
+
+
+class StageError(SyntaxlmError):
+    """A stage of a long job (run in a worker process) failed on its input; names the stage."""

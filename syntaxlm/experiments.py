@@ -8,7 +8,8 @@
   for PRPN and SOM) and on SyntaxGym suites, each result a result file (``syntaxlm.results``);
 - ``suite_results``: a scorer on SyntaxGym suites, one result per suite (also ``eval sg --model``);
 - ``recipe_on_splits``: a recipe reading given train/dev/test files, with training settings;
-- ``Stages``: the overall progress line of a long job, with the time left.
+- ``Stages``: the overall progress line of a long job, with the time left; stages that do not
+  depend on each other run side by side in worker processes (``cpu_pool``).
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from syntaxlm.errors import InputFormatError
+from syntaxlm.errors import InputFormatError, StageError, SyntaxlmError
 from syntaxlm.inference.beam import PAPER_BEAM, BeamSettings
 from syntaxlm.models import ConfigError
 from syntaxlm.results import read_result, result_record, write_result
@@ -83,6 +85,117 @@ class Stages:
         self.done_weight += weight
         return value
 
+    def run_independent(
+        self, indices: Sequence[int], actions: Sequence[Callable[[], Any]], *, workers: int = 1
+    ) -> list[Any]:
+        """Run stages that do not depend on each other; returns their values in the order given.
+
+        With ``workers`` > 1 they run in that many processes (``cpu_pool``), the heaviest first so
+        that no long stage starts last, and each is reported as it ends. Each action must then
+        pickle: a ``partial`` of module-level functions. An error a user can act on
+        (``SyntaxlmError``, a missing file) stops the run with the stage's name; stages that have
+        ended keep their files, so running again resumes."""
+        if workers <= 1 or len(actions) < 2:
+            return [self.run(index, action) for index, action in zip(indices, actions, strict=True)]
+        workers = min(workers, len(actions))
+        first, last = min(indices) + 1, max(indices) + 1
+        elapsed = time.perf_counter() - self.start
+        self.echo(
+            f"[{first}-{last}/{len(self.weights)}] {len(actions)} stages in {workers} processes "
+            f"of {cpu_threads(workers)} thread(s)  ({clock(elapsed)} elapsed)"
+        )
+        values: dict[int, Any] = {}
+        pairs = zip(indices, actions, strict=True)
+        heaviest_first = sorted(pairs, key=lambda pair: -self.weights[pair[0]][1])
+        pool = cpu_pool(workers)
+        try:
+            running = {pool.submit(_timed_call, action): index for index, action in heaviest_first}
+            for future in as_completed(running):
+                index = running[future]
+                name, weight = self.weights[index]
+                value, seconds, failure = future.result()
+                if failure is not None:
+                    raise StageError(f"{name}: {failure}")
+                values[index] = value
+                self.timings[name] = seconds
+                self.done_weight += weight
+                # The time left: the stages' own seconds per unit of weight so far, the rest of
+                # these stages shared among the processes, the stages after them one at a time.
+                ended = sum(self.weights[i][1] for i in values)
+                pace = sum(self.timings[self.weights[i][0]] for i in values) / ended if ended else 0.0
+                waiting = sum(self.weights[i][1] for i in indices if i not in values)
+                left = pace * (waiting / workers + sum(w for _, w in self.weights[last:]))
+                elapsed = time.perf_counter() - self.start
+                self.echo(
+                    f"  {name}: done in {clock(seconds)}  ({clock(elapsed)} elapsed, about {clock(left)} left)"
+                )
+        except BaseException:
+            _stop(pool)
+            raise
+        pool.shutdown()
+        return [values[index] for index in indices]
+
+
+def cpu_workers() -> int:
+    """Processes for stages that run side by side (``Stages.run_independent``) by default: one per
+    CPU thread torch uses, or 1 when a GPU is present (the stages would share it)."""
+    import torch
+
+    return 1 if torch.cuda.is_available() else torch.get_num_threads()
+
+
+def cpu_threads(workers: int) -> int:
+    """Torch threads for each of ``workers`` processes: this process's threads, shared out."""
+    import torch
+
+    return max(1, torch.get_num_threads() // workers)
+
+
+def cpu_pool(workers: int, *, setup: Callable[..., None] | None = None, setup_args: tuple = ()):
+    """A pool of ``workers`` spawned processes (``ProcessPoolExecutor``) sharing this process's CPU
+    threads (``cpu_threads``), each calling ``setup(*setup_args)`` once when it starts.
+
+    For the tiny models, processes use the cores better than threads: on 2 cores one epoch of the
+    tiny TG takes 25.3 s with 1 thread and 22.5 s with 2, while 2 one-thread processes run side by
+    side at the speed of one alone (docs/performance.md)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_start_worker,
+        initargs=(cpu_threads(workers), setup, setup_args),
+    )
+
+
+def _stop(pool) -> None:
+    """Cancel a pool's waiting work and end its processes now; a training stopped there resumes
+    from its last checkpoint when run again."""
+    processes = list((pool._processes or {}).values())  # no public way to end them before 3.14
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+
+
+def _start_worker(threads: int, setup: Callable[..., None] | None, setup_args: tuple) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    if setup is not None:
+        setup(*setup_args)
+
+
+def _timed_call(action: Callable[[], Any]) -> tuple[Any, float, str | None]:
+    """``action()`` in a worker: its value, its seconds, and the message of an error a user can act
+    on (returned rather than raised: such errors do not all survive pickling intact)."""
+    began = time.perf_counter()
+    try:
+        value = action()
+    except (SyntaxlmError, FileNotFoundError, IsADirectoryError) as error:
+        return None, round(time.perf_counter() - began, 1), str(error)
+    return value, round(time.perf_counter() - began, 1), None
+
 
 def clock(seconds: float) -> str:
     """``m:ss``."""
@@ -114,6 +227,16 @@ def train_or_resume(config, out: str | Path, *, progress: bool = True) -> dict[s
     resume = (out / CONFIG_FILE).is_file() or (out / CHECKPOINT_FILE).is_file()
     train(config, out, resume=resume, progress=progress)
     return read_result(out / RESULT_FILE)["result"]
+
+
+def train_and_evaluate(config, run: Path, *, model: str = "best", **evaluation: Any) -> dict[str, float]:
+    """Train ``config`` into ``run`` (or resume it) and evaluate its ``model`` (``best`` or
+    ``last``) into ``run/results`` (``evaluate_model``'s keywords); returns the seconds of each."""
+    began = time.perf_counter()
+    train_or_resume(config, run, progress=False)
+    trained = time.perf_counter()
+    evaluate_model(run / model, run / "results", **evaluation)
+    return {"train": round(trained - began, 1), "evaluate": round(time.perf_counter() - trained, 1)}
 
 
 # --- evaluation -----------------------------------------------------------------------------------
@@ -162,19 +285,9 @@ def suite_results(
         for path, suite in zip(suite_paths, suites, strict=True):
             yield path, _suite_result(scorer, suite, progress)
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    import torch
     from tqdm import tqdm
 
-    threads = max(1, torch.get_num_threads() // workers)
-    with ProcessPoolExecutor(
-        min(workers, len(suites)),
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_start_suite_worker,
-        initargs=(scorer, threads),
-    ) as pool:
+    with cpu_pool(min(workers, len(suites)), setup=_keep_worker_scorer, setup_args=(scorer,)) as pool:
         done = pool.map(_score_suite_in_worker, suites)
         for path, result in tqdm(
             zip(suite_paths, done), total=len(suites), desc="suites", unit="suite", disable=not progress
@@ -195,11 +308,8 @@ def _suite_result(scorer, suite, progress: bool) -> dict:
 _worker_scorer = None  # the scorer of a suite worker process (``suite_results``)
 
 
-def _start_suite_worker(scorer, threads: int) -> None:
-    import torch
-
+def _keep_worker_scorer(scorer) -> None:
     global _worker_scorer
-    torch.set_num_threads(threads)
     _worker_scorer = scorer
 
 

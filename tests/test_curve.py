@@ -54,7 +54,7 @@ TINY = CurveSettings(
 def curve(tmp_path_factory):
     out = tmp_path_factory.mktemp("curve")
     lines = []
-    result = run_curve(out, TINY, echo=lines.append)
+    result = run_curve(out, TINY, workers=2, echo=lines.append)
     return out, result, lines
 
 
@@ -148,9 +148,12 @@ def test_a_second_call_trains_and_scores_nothing(curve):
 
 def test_the_files_agree(curve):
     out, result, lines = curve
-    assert [line.split("]")[0] for line in lines if line.startswith("[")] == [f"[{k}/8" for k in range(1, 9)]
-    pattern = r"\[5/8\] train txl-terminals size 80 seed 0  \(\d+:\d\d elapsed, about \d+:\d\d left\)"
+    # The 4 runs train side by side; each is reported when it ends, with the time left.
+    assert [line for line in lines if line.startswith("[")] == ["[1-4/4] 4 stages in 2 processes of 1 thread(s)  (0:00 elapsed)"]
+    pattern = r"  train and evaluate txl-terminals size 80 seed 0: done in \d+:\d\d  \(\d+:\d\d elapsed, about \d+:\d\d left\)"
     assert any(re.fullmatch(pattern, line) for line in lines)
+    timing = json.loads((run_folder(out, "tg", 40, 0) / "timing.json").read_text())
+    assert timing["train_seconds"] > 0 and timing["evaluate_seconds"] > 0
     record = read_result(out / "curve.json")
     assert record["kind"] == "learning_curve" and record["result"] == result
     cells = {(c["model"], c["size"], c["phenomenon"]): c for c in result["cells"]}

@@ -1,9 +1,12 @@
 import json
 import re
 import shutil
+from functools import partial
 
 import pytest
+import torch
 
+from syntaxlm.errors import StageError
 from syntaxlm.experiments import find_recipe, recipe_names
 from syntaxlm.inference.beam import BeamSettings
 from syntaxlm.models import ConfigError
@@ -33,7 +36,7 @@ CHOSEN = ["txl-terminals", "tg", "prpn"]
 def quickstart(tmp_path_factory):
     out = tmp_path_factory.mktemp("quickstart")
     lines = []
-    summary = run_quickstart(out, budget=TINY, models=CHOSEN, echo=lines.append)
+    summary = run_quickstart(out, budget=TINY, models=CHOSEN, workers=2, echo=lines.append)
     return out, summary, lines
 
 
@@ -49,7 +52,11 @@ def _table_rows(report: str) -> dict[str, list[str]]:
 def test_every_model_is_trained_evaluated_and_reported(quickstart):
     out, summary, lines = quickstart
     assert summary["models"] == CHOSEN
-    assert [line.split("]")[0] for line in lines if line.startswith("[")] == [f"[{k}/8" for k in range(1, 9)]
+    # The models train and are evaluated side by side, each reported when it ends.
+    assert [line.split("]")[0] for line in lines if line.startswith("[")] == ["[1/5", "[2-4/5", "[5/5"]
+    assert lines[1].startswith("[2-4/5] 3 stages in 2 processes of 1 thread(s)")
+    ended = [line.split(":")[0].strip() for line in lines if line.startswith("  ")]
+    assert sorted(ended) == sorted(f"train and evaluate {name}" for name in CHOSEN)
     assert set(summary["seconds"]) == {
         "prepare the data",
         *(f"{step} {name}" for name in CHOSEN for step in ("train", "evaluate")),
@@ -109,6 +116,9 @@ def test_a_second_run_resumes_without_training_again(quickstart):
     other = Budget(**{**TINY.__dict__, "epochs": 2})
     with pytest.raises(ConfigError, match="finished run of another recipe"):
         run_quickstart(out, budget=other, models=["tg"], echo=lambda line: None)
+    # In worker processes the error names the stage it stopped.
+    with pytest.raises(StageError, match="train and evaluate (tg|prpn): .*finished run of another recipe"):
+        run_quickstart(out, budget=other, models=["tg", "prpn"], workers=2, echo=lambda line: None)
 
 
 def test_a_user_treebank_is_split_and_has_no_suites(tmp_path, quickstart):
@@ -159,35 +169,36 @@ def _scored(accuracy_by_suite: dict[str, list[float]]) -> dict:
     }
 
 
-def test_the_pattern_is_stated_plainly_either_way():
+def test_each_model_is_compared_with_its_papers_baseline_plainly_either_way():
     n = 40
     half = [1.0, 0.0] * (n // 2)  # 0.5 on each suite
     base = _scored({"synthetic_number_src": half, "synthetic_npi_src_any": half})
     nearly_all = [1.0] * (n - 2) + [0.0] * 2
     strong = _scored({"synthetic_number_src": [1.0] * n, "synthetic_npi_src_any": nearly_all})
-    ahead = {"txl-terminals": base, "tg": strong}
-    text = pattern_statement(ahead)
+    text = pattern_statement({"txl-terminals": base, "tg": strong})
     assert "the pattern the papers report" in text and "does not" not in text
     assert "(80 items in 2 suites)" in text
-    assert re.search(r"TXL \(terminals\) scores 0\.500 \[0\.\d{3}, 0\.\d{3}\]", text)
-    ahead_of_it = r"Ahead of it \(the interval of the difference above 0\): tg 0\.975 \[0\.9\d\d, 1\.000\]"
-    assert re.search(ahead_of_it, text)
+    assert re.search(r"- against txl-terminals 0\.500 \[0\.\d{3}, 0\.\d{3}\]: ahead: tg 0\.975 \[0\.9\d\d, 1\.000\]\.", text)
     weak = _scored({"synthetic_number_src": [0.0] * n, "synthetic_npi_src_any": [1 - v for v in nearly_all]})
-    behind = {"txl-terminals": base, "tg": weak}
-    assert "Behind it: tg 0.025" in pattern_statement(behind)
-    assert "does not appear at this scale" in pattern_statement(behind)
+    text = pattern_statement({"txl-terminals": base, "tg": weak})
+    assert re.search(r": behind: tg 0\.025 ", text)
+    assert "does not appear at this scale" in text
     # One item in eighty better than the baseline: a higher point accuracy, but no difference.
     close = _scored({"synthetic_number_src": [1.0, 1.0] + half[2:], "synthetic_npi_src_any": half})
-    mixed = {**ahead, "plm-mask": close}
-    text = pattern_statement(mixed)
     assert close["agreement_licensing"] > base["agreement_licensing"]
-    no_difference = r"No difference from it \(the interval of the difference contains 0\): plm-mask 0\.512"
-    assert re.search(no_difference, text)
+    text = pattern_statement({"txl-terminals": base, "tg": strong, "txl-trees": close})
+    assert re.search(r"ahead: tg 0\.975 \[[^]]+\]; no difference: txl-trees 0\.512", text)
     assert "appears only for the models ahead" in text
-    # Result files without per-item outcomes: no comparison claimed.
+    # Each model against its own paper's baseline: PLM-mask against the transformer LM.
+    text = pattern_statement({"txl-terminals": base, "tg": weak, "lm": weak, "plm-mask": strong})
+    assert "- against txl-terminals 0.500" in text and "- against lm 0.025" in text
+    assert re.search(r"- against lm [^:]+: ahead: plm-mask 0\.975", text)
+    # A baseline not run, or without per-item outcomes: no comparison claimed.
+    assert "- plm-mask: not compared (the baseline lm was not run)." in pattern_statement({"plm-mask": strong})
     unscored = {"suites": {"synthetic_number_src": 0.5}, "agreement_licensing": 0.5}
-    old = {"txl-terminals": unscored, "tg": strong}
-    assert "no model is compared with it" in pattern_statement(old)
+    text = pattern_statement({"txl-terminals": unscored, "tg": strong})
+    assert "- tg: not compared (the baseline txl-terminals has no per-item outcomes" in text
+    assert "No model could be compared with its baseline." in text
 
 
 def test_stages_estimate_the_time_left_from_the_pace_so_far():
@@ -198,6 +209,23 @@ def test_stages_estimate_the_time_left_from_the_pace_so_far():
     stages.run(1, lambda: None)
     assert lines[0] == "[1/2] a  (0:00 elapsed)"
     assert lines[1].startswith("[2/2] b  (0:10 elapsed, about 0:30 left)")
+
+
+def test_independent_stages_run_side_by_side_and_return_in_order():
+    lines = []
+    stages = Stages([("a", 1.0), ("b", 1.0), ("c", 2.0), ("d", 1.0), ("e", 1.0)], echo=lines.append)
+    stages.run(0, lambda: None)
+    actions = [partial(pow, 2, 3), partial(pow, 3, 2), partial(pow, 2, 2)]
+    assert stages.run_independent([1, 2, 3], actions, workers=2) == [8, 9, 4]
+    threads = max(1, torch.get_num_threads() // 2)
+    assert lines[1] == f"[2-4/5] 3 stages in 2 processes of {threads} thread(s)  (0:00 elapsed)"
+    assert sorted(line.split(":")[0] for line in lines[2:]) == ["  b", "  c", "  d"]
+    ended = r"  [bcd]: done in 0:00  \(\d:\d\d elapsed, about 0:00 left\)"
+    assert all(re.fullmatch(ended, line) for line in lines[2:])
+    assert set(stages.timings) == {"a", "b", "c", "d"} and stages.done_weight == 5.0
+    # One worker: the stages run here, one after another, each announced as it starts.
+    assert stages.run_independent([4], [partial(pow, 5, 1)], workers=2) == [5]
+    assert lines[-1].startswith("[5/5] e  (")
 
 
 def test_budgets_and_recipes():

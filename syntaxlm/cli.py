@@ -37,6 +37,8 @@ plot_app = typer.Typer(
     help="The papers' figures from saved models: surprisal, distances, masks, attention.",
 )
 app.add_typer(plot_app, name="plot")
+model_app = typer.Typer(no_args_is_help=True, help="Saved models and checkpoints: sealing trusted files.")
+app.add_typer(model_app, name="model")
 
 
 def _print_json(value) -> None:
@@ -337,6 +339,7 @@ def inspect_tg(
     ] = None,
 ) -> None:
     """The TG sequence of each tree: types, labels, STACK/COMPOSE, depth, mask and relative positions."""
+    from syntaxlm.errors import TreeError
     from syntaxlm.structure.actions import encode_actions, tree_to_actions
     from syntaxlm.structure.tg import tg_sequence
     from syntaxlm.structure.tg_view import tg_records, tg_table
@@ -363,18 +366,20 @@ def inspect_tg(
             sequence = tg_sequence(ids, actions.kinds, variant.value)
             spell = spelling.__getitem__
         options = {"segment_length": segment_length, "memory": memory, "memory_length": memory_length}
-        if as_json:
-            for record in tg_records(sequence, spell, id=index, **options):
-                typer.echo(json.dumps(record, ensure_ascii=False))
-        else:
-            typer.echo(f"tree {index}: {actions}")
-            typer.echo(tg_table(sequence, spell, **options) + "\n")
-        if plot is not None:
-            from syntaxlm.report.plots import attention_mask_figure, save_figure
+        try:
+            if as_json:
+                for record in tg_records(sequence, spell, id=index, **options):
+                    typer.echo(json.dumps(record, ensure_ascii=False))
+            else:
+                text = tg_table(sequence, spell, **options)
+                typer.echo(f"tree {index}: {actions}\n{text}\n")
+            if plot is not None:
+                from syntaxlm.report.plots import attention_mask_figure, save_figure
 
-            save_figure(
-                attention_mask_figure(sequence, spell, title=f"tree {index}"), plot / f"tree-{index}.png"
-            )
+                figure = attention_mask_figure(sequence, spell, title=f"tree {index}")
+                save_figure(figure, plot / f"tree-{index}.png")
+        except TreeError as error:  # a mask too large to build: say which tree
+            raise TreeError(f"tree {index}: {error}") from None
 
 
 @inspect_app.command("actions")
@@ -488,6 +493,14 @@ WordBeamOption = Annotated[int, typer.Option(help="Beam search: word beam.")]
 FastTrackOption = Annotated[int, typer.Option(help="Beam search: fast-track states per round.")]
 BatchSizeOption = Annotated[int, typer.Option(help="Sentences per batch.")]
 ProgressOption = Annotated[bool, typer.Option(help="Show a progress bar (on stderr).")]
+SkipLongOption = Annotated[
+    bool,
+    typer.Option(
+        "--skip-long",
+        help="Leave out the sentences longer than the model can score (learned positions end; a warning "
+        "names them) instead of stopping.",
+    ),
+]
 
 
 class ScoreMethod(str, Enum):
@@ -781,8 +794,13 @@ def eval_blimp(
     A pair is right when log p(good) > log p(bad), each the whole sentence with its end.
     """
     from syntaxlm.errors import InputFormatError
-    from syntaxlm.eval.blimp import blimp_10_percent, first_pairs, read_blimp, score_blimp
-    from syntaxlm.files import open_text
+    from syntaxlm.eval.blimp import (
+        blimp_10_percent,
+        first_pairs,
+        read_blimp,
+        read_blimp_logprobs,
+        score_blimp,
+    )
 
     if (logprobs is None) == (model is None):
         raise typer.BadParameter("give one of --logprobs and --model", param_hint="--model")
@@ -810,19 +828,7 @@ def eval_blimp(
         text = result.render(per_paradigm=per_paradigm)
         _emit("blimp", result.to_json(), as_json, out, text, inputs, options)
         return
-    scores: dict[tuple[str, int], tuple[float, float]] = {}
-    with open_text(logprobs) as handle:
-        for line, text in enumerate(handle, 1):
-            try:
-                record = json.loads(text)
-                scores[record["UID"], int(record["pairID"])] = (float(record["good"]), float(record["bad"]))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
-                raise InputFormatError(
-                    f"not a score record ({error})",
-                    path=logprobs,
-                    line=line,
-                    expected='{"UID": ..., "pairID": ..., "good": logprob, "bad": logprob}',
-                ) from None
+    scores = read_blimp_logprobs(logprobs)
     missing = [pair for pair in pairs if (pair.paradigm, pair.pair_id) not in scores]
     if missing:
         first = missing[0]
@@ -867,6 +873,7 @@ def eval_ppl(
     fast_track: FastTrackOption = 5,
     batch_size: BatchSizeOption = 16,
     progress: ProgressOption = True,
+    skip_long: SkipLongOption = False,
     as_json: JsonOption = False,
     out: OutOption = None,
 ) -> None:
@@ -907,19 +914,28 @@ def eval_ppl(
         given["trees"] = trees
     elif scorer.method == "proposals":
         given["proposals"] = read_proposals(proposals, n_sentences=len(words), pos_tags=pos_tags)
+    kept = _sentences_to_score(scorer, words, skip_long)
+    skipped = sorted(set(range(len(words))) - set(kept))
+    words = [words[i] for i in kept]
+    given = {key: [value[i] for i in kept] for key, value in given.items()}
     logprobs, ends, marginalisation = perplexity_logprobs(scorer, words, **given)
     result = perplexity(logprobs, ends, marginalisation=marginalisation)
     inputs = {"data": data, "model": model / "model.safetensors"}
     options = {"method": scorer.method, "context": marginalisation["context"]}
+    if skipped:
+        options["skipped_too_long"] = skipped  # sentence indices in DATA
     _emit("perplexity", result.to_json(), as_json, out, result.render(), inputs, options)
 
 
 def _is_treebank(path: Path) -> bool:
     """Whether a file holds PTB brackets: its first non-blank character is '('."""
-    from syntaxlm.files import open_text
+    import contextlib
 
-    with open_text(path) as handle:
-        for line in handle:
+    from syntaxlm.errors import InputFormatError
+    from syntaxlm.files import read_lines
+
+    with contextlib.closing(read_lines(path, InputFormatError)) as lines:
+        for line in lines:
             if line.strip():
                 return line.lstrip().startswith("(")
     return False
@@ -938,12 +954,12 @@ def eval_gen(
     out: OutOption = None,
 ) -> None:
     """Generation metrics of the DMLM paper: BLEU-1/2, Distinct-2/3, Self-BLEU-2/3."""
+    from syntaxlm.errors import InputFormatError
     from syntaxlm.eval.generation import evaluate_generation
-    from syntaxlm.files import open_text
+    from syntaxlm.files import read_lines
 
     def lines(path: Path) -> list[str]:
-        with open_text(path) as handle:
-            return [line.rstrip("\n") for line in handle]
+        return [line.rstrip("\n") for line in read_lines(path, InputFormatError)]
 
     result = evaluate_generation(
         lines(generated),
@@ -1005,6 +1021,7 @@ def score_command(
     fast_track: FastTrackOption = 5,
     batch_size: BatchSizeOption = 16,
     progress: ProgressOption = True,
+    skip_long: SkipLongOption = False,
 ) -> None:
     """Per-word surprisal of every sentence of a file under a saved model."""
     from syntaxlm.inference import BeamSettings, Scorer, read_proposals, scores_record
@@ -1023,8 +1040,10 @@ def score_command(
         given["trees"] = _given_trees(trees, pos_tags)
     if proposals is not None:
         given["proposals"] = read_proposals(proposals, n_sentences=len(words), pos_tags=pos_tags)
-    scores = scorer.score(words, **given)
-    records = [scores_record(s, index=i, unit=unit.value, eos=eos) for i, s in enumerate(scores)]
+    kept = _sentences_to_score(scorer, words, skip_long)
+    given = {key: [value[i] for i in kept] for key, value in given.items()}
+    scores = scorer.score([words[i] for i in kept], **given)
+    records = [scores_record(s, index=i, unit=unit.value, eos=eos) for i, s in zip(kept, scores, strict=True)]
     name = f"surprisal_{unit.value}"
     if format_ == ScoreFormat.jsonl:
         lines = [json.dumps(record, ensure_ascii=False) for record in records]
@@ -1038,6 +1057,20 @@ def score_command(
                     f"{record['sentence']}\t{position}\t{token}\t{'nan' if value is None else repr(value)}"
                 )
     _write_lines(lines, out)
+
+
+def _sentences_to_score(scorer, sentences: list[list[str]], skip_long: bool) -> list[int]:
+    """The indices of the sentences to score: all of them (the scorer refuses one too long for the
+    model), or with ``--skip-long`` those that fit, after a warning naming the others."""
+    too_long = set(scorer.too_long(sentences)) if skip_long else set()
+    if too_long:
+        typer.secho(
+            f"warning: {len(too_long)} sentence(s) longer than the model can score "
+            f"({scorer.model.longest_sentence()} pieces) left out: {', '.join(map(str, sorted(too_long)))}",
+            err=True,
+            fg=typer.colors.YELLOW,
+        )
+    return [i for i in range(len(sentences)) if i not in too_long]
 
 
 def _write_lines(lines: list[str], out: Path | None) -> None:
@@ -1279,6 +1312,32 @@ def plot_attention(
     given = {"tree": tree_in_model_view(tree, penn=penn)} if tree else {"words": sentence_words(sentence)}
     figure = attention_figure(load_model(model), layer=layer, head=head, **given)
     typer.echo(f"figure written to {save_figure(figure, out)}")
+
+
+# -- model files ----------------------------------------------------------------------------------------
+
+
+@model_app.command("seal")
+def model_seal(
+    path: Annotated[
+        Path,
+        typer.Argument(help="A saved model folder (its model.safetensors) or a checkpoint.safetensors file."),
+    ],
+) -> None:
+    """Write the sha256 of a trusted file's tensors into its header, so that it loads again.
+
+    Loading refuses model weights and checkpoints without a tensors_sha256 (files written before
+    syntaxlm hashed them, or whose hash was removed). Seal only a file you trust: from then on any
+    change to its tensors is detected. A file whose header holds a different hash is damaged and
+    is not sealed.
+    """
+    from syntaxlm.models.base import WEIGHTS_FILE, seal_tensors_file
+
+    target = path / WEIGHTS_FILE if path.is_dir() else path
+    if not target.is_file():
+        raise FileNotFoundError(f"no such model folder or safetensors file: {path}")
+    digest, changed = seal_tensors_file(target)
+    typer.echo(f"{'sealed' if changed else 'already sealed'} {target}: tensors_sha256 {digest}")
 
 
 # -- train ----------------------------------------------------------------------------------------------

@@ -83,6 +83,14 @@ class TreeError(SyntaxlmError, ValueError):
     """A well-formed tree that cannot undergo the requested operation (e.g. it has no POS tags)."""
 
 
+class NoSpaceError(SyntaxlmError, OSError):
+    """A write failed because the disk (or the user's quota) is full: an ``OSError`` with the write's
+    ``errno`` (ENOSPC, EDQUOT) whose message names where and what to do (``files.no_space_reported``)."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
 class DownloadError(SyntaxlmError):
     """A dataset could not be fetched, or its contents failed verification."""
 

@@ -4,20 +4,22 @@ so that every problem with the bytes is reported with its place in the file."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import hashlib
 import io
 import json
 import os
 import re
+import reprlib
 import sys
 import tempfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from syntaxlm.errors import InputFormatError
+from syntaxlm.errors import InputFormatError, NoSpaceError
 
 ErrorType = Callable[..., InputFormatError]
 """An ``InputFormatError`` subclass, called as
@@ -33,7 +35,7 @@ def atomic_writer(path: str | Path, mode: str = "w", encoding: str | None = "utf
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = temporary_file_beside(path)
     try:
         binary = "b" in mode
         with os.fdopen(fd, mode, encoding=None if binary else encoding) as handle:
@@ -46,6 +48,51 @@ def atomic_writer(path: str | Path, mode: str = "w", encoding: str | None = "utf
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+@contextlib.contextmanager
+def no_space_reported(folder: str | Path, what: str) -> Iterator[None]:
+    """Raise a write under ``folder`` that fails for a full disk or quota as ``NoSpaceError`` naming
+    ``folder`` and ``what`` was being written (a failed ``write`` on an open file names no file)."""
+    try:
+        yield
+    except NoSpaceError:
+        raise
+    except OSError as error:
+        if error.errno not in NO_SPACE:
+            raise
+        written = f"{error.filename}, " if error.filename else ""
+        raise NoSpaceError(
+            error.errno,
+            f"no space left on the device of {folder} (writing {written}{what}); free space there "
+            "or choose another folder, then run again",
+            error.filename,
+        ) from error
+
+
+def temporary_file_beside(path: Path) -> tuple[int, str]:
+    """A new file ``.NAME.XXXXXXXX.tmp`` in ``path``'s folder (``mkstemp``: descriptor and name), for
+    a write renamed over ``path`` when it is done; ``remove_temporary_files`` knows the name."""
+    return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+
+
+# mkstemp's random part is 8 characters of [a-z0-9_].
+_TEMPORARY_NAME = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp")
+
+
+def remove_temporary_files(folder: str | Path) -> list[Path]:
+    """Delete the temporary files (``temporary_file_beside``) a killed process left in ``folder``,
+    not in its subfolders; returns them. Only safe while no other process writes into ``folder``."""
+    removed = []
+    for stale in Path(folder).glob(".*.tmp"):
+        if _TEMPORARY_NAME.fullmatch(stale.name) and stale.is_file():
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
+                removed.append(stale)
+    return removed
 
 
 def open_text(path: str | Path) -> IO[str]:
@@ -129,12 +176,80 @@ def _utf8_error(path: str | Path, error: ErrorType) -> InputFormatError:
 _JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[{]|[\]}]|-?[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?')
 
 
-def json_loads(text: str) -> Any:
+class DuplicateKeyError(ValueError):
+    """A JSON object holds a key twice (``json_loads(..., unique_keys=True)``). ``where`` is the
+    object's path in the document (``items[3].conditions[0]``, ``top level``), ``key`` the key."""
+
+    def __init__(self, where: str, key: str):
+        self.where = where
+        self.key = key
+        super().__init__(f"{where}: key {reprlib.repr(key)} appears twice")
+
+
+class _ObjectWithDuplicateKey(dict):
+    """A JSON object read with a repeated key; ``duplicate`` is the first such key."""
+
+    duplicate: str
+
+
+def _duplicate_marking_hook(found: list[bool]) -> Callable[[list[tuple[str, Any]]], dict]:
+    """json's ``object_pairs_hook`` that marks an object with a repeated key and sets ``found``.
+    The object's path is found after reading (``_first_duplicate_key``): a hook does not know it."""
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict:
+        obj = dict(pairs)
+        if len(obj) == len(pairs):
+            return obj
+        marked = _ObjectWithDuplicateKey(obj)
+        marked.duplicate = _first_repeated(key for key, _ in pairs)
+        found.append(True)
+        return marked
+
+    return hook
+
+
+def _first_repeated(keys: Iterable[str]) -> str:
+    seen: set[str] = set()
+    for key in keys:
+        if key in seen:
+            return key
+        seen.add(key)
+    raise ValueError("no key is repeated")
+
+
+def _first_duplicate_key(data: Any) -> DuplicateKeyError:
+    """The first object, in document order, read with a repeated key, with its path."""
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, _ObjectWithDuplicateKey):
+            return DuplicateKeyError(path or "top level", value.duplicate)
+        if isinstance(value, dict):
+            children = [(child, path + _key_step(key, path)) for key, child in value.items()]
+        elif isinstance(value, list):
+            children = [(child, f"{path}[{index}]") for index, child in enumerate(value)]
+        else:
+            continue
+        stack.extend(reversed(children))
+    raise ValueError("no object with a repeated key")
+
+
+def _key_step(key: str, path: str) -> str:
+    if key.isidentifier() and len(key) <= 40:
+        return f".{key}" if path else key
+    return f"[{reprlib.repr(key)}]"
+
+
+def json_loads(text: str, *, unique_keys: bool = False) -> Any:
     """``json.loads``, whose failures on bad text are all ``json.JSONDecodeError`` with a position:
     also arrays and objects nested deeper than the interpreter's recursion limit lets ``json``
-    read, and integers with more digits than Python converts (``sys.get_int_max_str_digits``)."""
+    read, and integers with more digits than Python converts (``sys.get_int_max_str_digits``).
+    With ``unique_keys``, an object that repeats a key (which ``json`` reads as its last value)
+    raises ``DuplicateKeyError`` naming the object's path and the key."""
+    found: list[bool] = []
+    hook = _duplicate_marking_hook(found) if unique_keys else None
     try:
-        return json.loads(text)
+        data = json.loads(text, object_pairs_hook=hook)
     except json.JSONDecodeError:
         raise
     except RecursionError:
@@ -155,6 +270,9 @@ def json_loads(text: str) -> Any:
             raise json.JSONDecodeError(str(error), text, 0) from None
         problem = f"an integer of {len(long.group().lstrip('-'))} digits, more than the {limit} Python reads"
         raise json.JSONDecodeError(problem, text, long.start()) from None
+    if found:
+        raise _first_duplicate_key(data)
+    return data
 
 
 def parse_json(

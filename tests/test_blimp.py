@@ -4,6 +4,7 @@ from collections import Counter
 
 import pytest
 
+from syntaxlm.errors import InputFormatError
 from syntaxlm.eval.blimp import (
     PHENOMENA,
     BlimpFormatError,
@@ -11,6 +12,7 @@ from syntaxlm.eval.blimp import (
     MinimalPair,
     blimp_10_percent,
     read_blimp,
+    read_blimp_logprobs,
     read_paradigm,
     score_blimp,
 )
@@ -211,3 +213,36 @@ def test_reading_a_folder(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="no BLiMP paradigm files"):
         read_blimp(tmp_path / "empty")
+
+
+def test_blimp_logprobs_are_read_by_uid_and_pair_id(tmp_path):
+    path = tmp_path / "scores.jsonl"
+    path.write_text(
+        '{"UID": "a", "pairID": "7", "good": -1, "bad": -2.5}\n'
+        '{"UID": "a", "pairID": 8, "good": "-3", "bad": -4}\n'
+    )
+    assert read_blimp_logprobs(path) == {("a", 7): (-1.0, -2.5), ("a", 8): (-3.0, -4.0)}
+
+
+FIRST_SCORE = b'{"UID": "a", "pairID": 1, "good": -1, "bad": -2}\n'
+
+
+@pytest.mark.parametrize(
+    ("second_line", "column", "fragment"),
+    [
+        (b'{"UID": "\xe9"}', 10, "invalid UTF-8"),
+        (b"[" * 5000, 5000, "nested 5000 deep"),
+        (b'{"UID": "a", "pairID": 1e400}', None, "pairID inf"),
+        (b'{"UID": "a", "pairID": 2, "good": 1%s, "bad": 0}' % (b"0" * 400), None, "log-prob of 401 digits"),
+        (b'{"UID": ["a"], "pairID": 2}', None, "UID"),
+        (b'{"UID": "a", "pairID": "1", "good": -3, "bad": -4}', None, "'a' pair 1 appears twice"),
+    ],
+    ids=["bytes", "deep", "huge pairID", "huge log-prob", "UID not a string", "pair twice"],
+)
+def test_bad_blimp_logprobs_are_errors_at_their_line(tmp_path, second_line, column, fragment):
+    path = tmp_path / "scores.jsonl"
+    path.write_bytes(FIRST_SCORE + second_line + b"\n")
+    with pytest.raises(InputFormatError) as caught:
+        read_blimp_logprobs(path)
+    assert (caught.value.path, caught.value.line, caught.value.column) == (str(path), 2, column)
+    assert fragment in str(caught.value)

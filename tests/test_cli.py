@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from syntaxlm.trees.ptb import read_trees
 from syntaxlm.trees.tree import Tree
 
@@ -51,6 +53,28 @@ def test_dep2tree(tmp_path):
     result = run("data", "dep2tree", source, out)
     assert result.returncode == 0, result.stderr
     assert out.read_text() == "(root dogs bark)\n"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("data", "stats", "{source}"),
+        ("data", "dep2tree", "{source}", "{out}"),
+        ("vocab", "build", "{source}", "--out", "{out}"),
+    ],
+    ids=["data stats", "data dep2tree", "vocab build"],
+)
+def test_a_conllu_head_of_5000_digits_is_one_clear_line(tmp_path, command):
+    # more digits than int() converts (4,300): refused at the HEAD field, before conversion
+    source = tmp_path / "in.conllu"
+    head = "9" * 5000
+    source.write_text(f"1\tdogs\t_\t_\t_\t_\t{head}\tnsubj\t_\t_\n2\tbark\t_\t_\t_\t_\t0\troot\t_\t_\n\n")
+    result = run(*(part.format(source=source, out=tmp_path / "out") for part in command))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip() == (
+        f"error: {source}:1:16: HEAD holds a number of 5000 digits; "
+        "expected word numbers of at most 18 digits (sentence 0)"
+    )
 
 
 def test_bad_input_is_one_clear_line(tmp_path):

@@ -79,6 +79,20 @@ ERRORS = {  # DMLM_EXAMPLE's line 1 is the comment, line 2 is word 1
     ),
     "no root": (_line(DMLM_EXAMPLE, 7, "\t0\troot", "\t2\troot"), 2, None, "no word has head 0"),
     "comment inside": (_line(DMLM_EXAMPLE, 3, "2\tfigures", "# x\n2\tfigures"), 3, 1, "comment line inside"),
+    # more digits than Python's int() converts (4,300): refused before conversion, at the field
+    "head of 5,000 digits": (
+        _line(DMLM_EXAMPLE, 4, "\t5\tcase", "\t" + "9" * 5000 + "\tcase"),
+        4,
+        18,
+        "HEAD holds a number of 5000 digits",
+    ),
+    "id of 5,000 digits": (_line(DMLM_EXAMPLE, 5, "4\tthe", "4" * 5000 + "\tthe"), 5, 1, "ID holds a number"),
+    "two roots": (
+        _line(DMLM_EXAMPLE, 4, "\t5\tcase", "\t0\tcase"),
+        7,
+        None,
+        "2 words have head 0: words 3 (line 12), 6 (line 15)",  # file lines: after MULTIWORD (8 lines)
+    ),
 }
 
 

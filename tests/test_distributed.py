@@ -91,6 +91,8 @@ def test_several_processes_match_one_process_with_the_same_global_batch(
 
     ranks = [load_file(str(run / f"rank{rank}.safetensors")) for rank in range(processes)]
     for name, value in single.model.state_dict().items():
+        # DDP keeps the replicas bit for bit: every rank applies the same all-reduced gradients with
+        # the same elementwise AdamW step, one thread each.
         for other in ranks[1:]:
             assert torch.equal(ranks[0][name], other[name]), f"{name} differs between the ranks"
         # Against one process only up to float order, per tensor: the ranks multiply fewer rows than

@@ -368,3 +368,31 @@ def test_part_longer_than_the_served_file_starts_over(shared_data, serve, tmp_pa
         (None, 200),
     ]
     assert not (dest / (remote.path + ".part")).exists()
+
+
+def test_a_part_file_that_is_a_link_is_refused_and_its_target_untouched(shared_data, serve, tmp_path):
+    mirror = serve(shared_data)
+    remote = get_dataset("ud-english-pud").files[1]
+    victim = tmp_path / "victim.txt"
+    victim.write_text("not to be overwritten\n")
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / (remote.path + ".part")).symlink_to(victim)
+    with pytest.raises(DownloadError, match=r"\.part is a symbolic link.*remove it"):
+        download("ud-english-pud", dest, mirror=mirror.url, progress=False)
+    assert victim.read_text() == "not to be overwritten\n"
+    assert not any(r.path.endswith(remote.path) for r in mirror.requests)  # refused before any transfer
+
+
+def test_a_link_that_appears_after_the_check_is_refused_when_the_part_is_opened(tmp_path):
+    from syntaxlm.data.download import _open_part
+
+    remote = get_dataset("ud-english-pud").files[1]
+    victim = tmp_path / "victim.txt"
+    victim.write_text("kept\n")
+    part = tmp_path / "file.part"
+    part.symlink_to(victim)
+    for append in (False, True):
+        with pytest.raises(DownloadError, match="is a symbolic link"):
+            _open_part(remote, part, append=append)
+    assert victim.read_text() == "kept\n"

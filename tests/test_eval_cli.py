@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 
+from syntaxlm.errors import InputFormatError
 from tests.test_cli import run
 
 GOLD = (
@@ -81,6 +82,10 @@ def test_eval_blimp_from_precomputed_scores(tmp_path, shared_data):
     scores.write_text('{"UID": "adjunct_island", "pairID": 0, "good": -1}\n')
     bad = run("eval", "blimp", "--logprobs", scores, "--data", data)
     assert bad.returncode == 2 and f"{scores}:1:" in bad.stderr
+    scores.write_bytes(b'{"UID": "adjunct_island", "pairID": 0, "good": -1, "bad": -2}\n{"UID": "\xe9"}\n')
+    bad = run("eval", "blimp", "--logprobs", scores, "--data", data)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
+    assert f"error: {scores}:2:10: invalid UTF-8" in bad.stderr
 
 
 def test_eval_gen(tmp_path):
@@ -92,6 +97,40 @@ def test_eval_gen(tmp_path):
     metrics = json.loads(result.stdout)
     assert metrics["bleu"]["1"] == 1.0
     assert run("eval", "gen", "--generated", generated).returncode == 0
+
+
+INVALID_UTF8 = b"the cat sat\nthe \xff dog ran\n"  # line 2, column 5
+
+
+@pytest.mark.parametrize("which", ["--generated", "--references"])
+def test_eval_gen_with_invalid_utf8_is_an_error_at_the_byte(tmp_path, which):
+    text, valid = tmp_path / "texts.txt", tmp_path / "valid.txt"
+    text.write_bytes(INVALID_UTF8)
+    valid.write_text("the cat sat\n")
+    files = {"--generated": valid, "--references": valid, which: text}
+    result = run("eval", "gen", *(part for option, path in files.items() for part in (option, path)))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert f"error: {text}:2:5: invalid UTF-8" in result.stderr and "expected UTF-8 text" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("contents", "line", "column"),
+    [(INVALID_UTF8, 2, 5), (b"\n(S \xc3(NN a))\n", 2, 4)],  # a later line; the first non-blank one
+    ids=["sentence line", "line telling a treebank"],
+)
+def test_eval_ppl_with_invalid_utf8_is_an_error_at_the_byte(tmp_path, contents, line, column):
+    # in-process (torch is imported once); the sentences are read before the model is loaded
+    from typer.testing import CliRunner
+
+    from syntaxlm.cli import app
+
+    text = tmp_path / "texts.txt"
+    text.write_bytes(contents)
+    result = CliRunner().invoke(app, ["eval", "ppl", str(text), "--model", str(tmp_path)])
+    error = result.exception
+    assert isinstance(error, InputFormatError), repr(error)
+    assert (error.path, error.line, error.column, error.expected) == (str(text), line, column, "UTF-8 text")
+    assert "invalid UTF-8" in str(error)
 
 
 def test_eval_sg_scores_golden_draws(tmp_path, golden, shared_data):

@@ -8,7 +8,9 @@ import pytest
 
 from syntaxlm.structure.actions import tree_to_actions
 from syntaxlm.structure.tg import tg_sequence
-from syntaxlm.structure.tg_view import tg_records, tg_table
+from syntaxlm.errors import TreeError
+from syntaxlm.report.plots import attention_mask_figure
+from syntaxlm.structure.tg_view import DENSE_CELL_LIMIT, tg_records, tg_table
 from syntaxlm.trees.tree import Tree
 from tests.test_cli import run
 
@@ -98,6 +100,31 @@ def test_inspect_tg_command(tmp_path):
     assert sorted(p.name for p in (tmp_path / "masks").iterdir()) == ["tree-0.png", "tree-1.png"]
     terminals = run("inspect", "tg", source, "--variant", "txl-terminals", "--json", "--limit", "1")
     assert json.loads(terminals.stdout)["inputs"] == ["<s>", "the", "blue", "bird", "sings", "</s>"]
+
+
+def test_inspect_tg_refuses_a_dense_mask_too_large_before_building_it(tmp_path):
+    # A 100,000-deep tree's single segment would need a 300,002 × 300,002 mask (84 GiB of booleans).
+    source = tmp_path / "deep.trees"
+    source.write_text("(X " * 100_000 + "a" + ")" * 100_000 + "\n")
+    result = run("inspect", "tg", source)
+    assert result.returncode == 2
+    refusal = "tree 0: its TG sequence of 300,002 positions needs a dense 300,002 × 300,002 mask"
+    assert refusal in result.stderr
+    assert "--segment-length" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_deep_tree_is_refused_whole_and_shown_in_segments(tmp_path):
+    depth = 3_000  # 9,002 positions: 81 million cells whole, over DENSE_CELL_LIMIT
+    actions = tree_to_actions(Tree.from_bracket("(X " * depth + "a" + ")" * depth))
+    sequence = tg_sequence([{"(X": 1, "a": 2, "X)": 3}[t] for t in actions.tokens], actions.kinds)
+    assert len(sequence) ** 2 > DENSE_CELL_LIMIT
+    for show in (tg_records, tg_table, attention_mask_figure):
+        with pytest.raises(TreeError, match="9,002"):
+            show(sequence, str)
+    records = tg_records(sequence, str, segment_length=64)
+    assert len(records) == -(-len(sequence) // 64) and records[-1]["end_of_seq"] == 1
+    with pytest.raises(TreeError, match="--memory-length"):
+        tg_table(sequence, str, segment_length=64, memory_length=300_000)
 
 
 def test_inspect_tg_with_a_vocabulary(tmp_path):

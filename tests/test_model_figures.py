@@ -233,6 +233,7 @@ def test_recorded_attention_is_what_the_layer_computes(saved):
     before = m.word_logprobs([words])[0]
     with record_attention(m) as recorded:
         during = m.word_logprobs([words])[0]
+    # Recording only adds a computation beside the forward pass, which is unchanged: the same bits.
     assert torch.equal(before, during) and len(recorded["transformer.blocks.0.attention"]) == 1
     assert all(module.recorded is None for module in m.modules() if hasattr(module, "recorded"))
 

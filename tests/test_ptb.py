@@ -1,5 +1,6 @@
 import gzip
 import io
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -221,3 +222,21 @@ def test_a_stray_bracket_after_a_tree_costs_only_itself():
     assert len(reader.report.skipped) == 1
     # while '(' alone in column 1 still opens an outer bracket
     assert [str(tree) for tree in TreeReader(["(\n", "(S (NP a) (VP b))\n", ")\n"])] == ["(S (NP a) (VP b))"]
+
+
+@pytest.mark.parametrize("shape", ["deep", "flat"])
+def test_a_single_line_tree_of_megabytes_is_read_whole_and_errors_in_it_are_located(shape, tmp_path):
+    # Reading is linear (measured to 20 MB); here a 1.2 MB line checks the result, not the time.
+    words = 80_000
+    if shape == "deep":  # (X (NN w0) (X (NN w1) ... (NN wN)))
+        line = "".join(f"(X (NN w{i}) " for i in range(words - 1)) + f"(NN w{words - 1})" + ")" * (words - 1)
+    else:
+        line = "(S " + " ".join(f"(NN w{i})" for i in range(words)) + ")"
+    source = tmp_path / "one.mrg"
+    source.write_text(line + "\n")
+    (tree,) = read_trees(source)
+    assert tree.leaves() == [f"w{i}" for i in range(words)]
+    assert sum(1 for _ in tree.subtrees()) == (2 * words - 1 if shape == "deep" else words + 1)
+    source.write_text(line + ")\n")
+    with pytest.raises(TreeFormatError, match=re.escape(f"one.mrg:1:{len(line) + 1}: unexpected ')'")):
+        list(read_trees(source))

@@ -30,7 +30,7 @@ from syntaxlm.inference import (
     syntaxgym_scorer,
     write_jsonl,
 )
-from syntaxlm.inference.scorer import ptb_tokens, scores_record
+from syntaxlm.inference.scorer import SentenceTooLongError, ptb_tokens, scores_record
 from syntaxlm.models import build_model
 from syntaxlm.text.build import build_vocabulary
 from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
@@ -322,6 +322,47 @@ def test_score_parse_generate_commands(tiny, tmp_path):
     )
     words = invoke("generate", folder / "lm", "-n", "2", "--max-length", "10", "--top-k", "5").splitlines()
     assert len(words) == 2 and all(len(line.split()) <= 9 for line in words)
+
+
+def test_a_sentence_longer_than_the_models_positions_is_refused_before_any_work(tiny, monkeypatch):
+    lm, plm = tiny["models"]["lm"], tiny["models"]["plm"]
+    word = tiny["trees"][0].leaves()[0]
+    limit = lm.longest_sentence()
+    assert limit == lm.config.max_length - 2 and plm.longest_sentence() == plm.config.max_length - 3
+    fits, too_long = [word] * limit, [word] * (limit + 1)
+    scorer = Scorer(lm, method="exact")
+    assert scorer.too_long([fits, too_long, fits]) == [1]
+    [scored] = scorer.score([fits])  # the longest that fits is scored, its end included
+    assert len(scored.word_logprobs) == limit and np.isfinite(scored.end_logprob)
+    monkeypatch.setattr("syntaxlm.inference.scorer.exact_scores", lambda *a, **k: pytest.fail("scored"))
+    with pytest.raises(SentenceTooLongError, match=rf"sentence 1 has {limit + 1} pieces, more than the {limit}"):
+        scorer.score([fits, too_long])
+    monkeypatch.setattr("syntaxlm.inference.scorer.beam_search", lambda *a, **k: pytest.fail("searched"))
+    with pytest.raises(SentenceTooLongError, match="sentence 0 has .*1 sentence.s. in all"):
+        Scorer(plm, beam=SMALL_BEAM).score([[word] * (plm.longest_sentence() + 1)])
+    assert tiny["models"]["tg"].longest_sentence() is None  # segments with memory: no limit
+
+
+def test_skip_long_leaves_out_what_does_not_fit_and_says_so(tiny, tmp_path):
+    lm = tiny["folder"] / "lm"
+    word = tiny["trees"][0].leaves()[0]
+    text = tmp_path / "sentences.txt"
+    long = " ".join([word] * (tiny["models"]["lm"].longest_sentence() + 1))
+    text.write_text(f"{word} {word}\n{long}\n{word}\n")
+    refused = CliRunner().invoke(app, ["score", str(lm), str(text), "--no-progress"])
+    assert isinstance(refused.exception, SentenceTooLongError) and "sentence 1 has" in str(refused.exception)
+    out = tmp_path / "scores.jsonl"
+    scored = CliRunner().invoke(
+        app, ["score", str(lm), str(text), "--no-progress", "--skip-long", "--format", "jsonl", "--out", str(out)]
+    )
+    assert scored.exit_code == 0, scored.output
+    assert "1 sentence(s) longer than the model can score" in scored.output and "left out: 1" in scored.output
+    assert [json.loads(line)["sentence"] for line in out.read_text().splitlines()] == [0, 2]
+    result = tmp_path / "ppl.json"
+    ppl = ["eval", "ppl", str(text), "--model", str(lm), "--no-progress", "--skip-long", "--out", str(result)]
+    assert CliRunner().invoke(app, ppl).exit_code == 0
+    record = json.loads(result.read_text())
+    assert record["options"]["skipped_too_long"] == [1] and record["result"]["n_sentences"] == 2
 
 
 def test_command_errors_are_one_clear_line(tiny, tmp_path):

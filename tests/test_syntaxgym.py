@@ -519,6 +519,48 @@ def test_region_values_files_are_checked(tmp_path):
         score_region_values(suite_path, broken)
 
 
+def region_values_text(values: str) -> str:
+    """A region-values file for small_suite's items 1 and 2, both with ``values`` (JSON text)."""
+    return "[" + ", ".join('{"item_number": %d, "values": %s}' % (n, values) for n in (1, 2)) + "]"
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [("Infinity", "inf"), ("-Infinity", "-inf"), ("1e400", "inf"), ("1" + "0" * 400, "1000")],
+)
+def test_non_finite_region_values_are_refused_as_nan_is(tmp_path, value, shown):
+    # 1e400 is read as infinity; an integer of 401 digits has no float value
+    suite_path = write_json(tmp_path / "suite.json", small_suite())
+    values = tmp_path / "values.json"
+    values.write_text(region_values_text('{"match": [1, %s, 3], "mismatch": [1, 2, 3]}' % value))
+    with pytest.raises(RegionValuesError) as caught:
+        score_region_values(suite_path, values)
+    where = "suite 'tiny_agreement': item 1, condition 'match', region 2"
+    assert str(caught.value).startswith(f"{values}: {where}: value {shown}")
+    assert str(caught.value).endswith("expected a finite number")
+
+
+def test_a_key_repeated_in_a_suite_file_is_an_error_naming_its_path(tmp_path):
+    text = json.dumps(small_suite()).replace('"content": "are"', '"content": "is", "content": "are"', 1)
+    message = suite_error(tmp_path, text)
+    assert "suite, items[0].conditions[0].regions[1]: key 'content' appears twice" in message
+    assert "expected each key once in an object" in message
+    assert "top level: key 'meta' appears twice" in suite_error(tmp_path, '{"meta": {}, "meta": {}}')
+
+
+def test_a_key_repeated_in_a_region_values_file_is_an_error_naming_its_path(tmp_path):
+    suite_path = write_json(tmp_path / "suite.json", small_suite())
+    values = tmp_path / "values.json"
+    repeated = '{"match": [1, 2, 3], "mismatch": [1, 2, 3], "match": [3, 2, 1]}'
+    values.write_text(region_values_text(repeated))
+    expected = f"{values}: items[0].values: key 'match' appears twice; expected each key once in an object"
+    with pytest.raises(RegionValuesError, match=re.escape(expected)):
+        score_region_values(suite_path, values)
+    values.write_text('{"items": [], "items": []}')
+    with pytest.raises(RegionValuesError, match="top level: key 'items' appears twice"):
+        score_region_values(suite_path, values)
+
+
 # -- tokens → regions ----------------------------------------------------------------------------------------
 
 WORDS = TokenizerConvention(suffix_tokens=frozenset({"<eos>"}))

@@ -185,3 +185,55 @@ def test_setting_data_paths_replaces_the_synthetic_treebank(tmp_path):
     document = {"data": {"synthetic": {"sentences": 5}}}
     apply_overrides(document, ["data.train=x"])
     assert document == {"data": {"train": "x"}}
+
+
+# --- recipes that once crashed or wrote files before failing ----------------------------------------
+
+
+def _train_refused(tmp_path: Path, recipe: Path, *options: str) -> str:
+    """``syntaxlm train`` on ``recipe``: it must fail with a typed error before creating the run folder."""
+    from typer.testing import CliRunner
+
+    from syntaxlm.cli import app
+
+    out = tmp_path / "run"
+    done = CliRunner().invoke(app, ["train", str(recipe), "--out", str(out), "--no-progress", *options])
+    assert done.exit_code != 0 and isinstance(done.exception, ConfigError), done.output
+    assert not out.exists(), sorted(path.name for path in out.iterdir())
+    return str(done.exception)
+
+
+def test_yaml_nested_20000_deep_is_refused_naming_the_key_in_a_file_or_an_override(tmp_path):
+    deep = "[" * 20_000 + "]" * 20_000
+    recipe = write(tmp_path, GOOD.replace("betas: [0.9, 0.95]", f"betas: {deep}"))
+    message = _train_refused(tmp_path, recipe)
+    assert message.startswith(f"{recipe}:12:40: train.betas[0][0]..."), message
+    assert "collections nested more than 32 deep" in message, message
+    message = _train_refused(tmp_path, write(tmp_path, GOOD, "good.yaml"), "--set", f"train.betas={deep}")
+    assert "override train.betas:1:" in message and "collections nested more than 32 deep" in message, message
+    # An override key of 20,000 parts builds the nesting itself; YAML aliases repeat values.
+    long_key = "model." + "x." * 20_000 + "y=1"
+    message = _train_refused(tmp_path, recipe.with_name("good.yaml"), "--set", long_key)
+    assert "model.x.x.x..." in message and "collections nested more than 32 deep" in message, message
+    aliases = "a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 6)}]\n" for i in range(1, 12)
+    )
+    message = _train_refused(tmp_path, write(tmp_path, aliases, "aliases.yaml"))
+    assert "more than 100,000 values in all (counting every use of a YAML alias)" in message, message
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("train.seed=" + "1" * 50, "train.seed must be an integer of 64 bits (at most 2**63 - 1), got 1111"),
+        ("train.seed=-1", "train.seed must be an integer from 0 to 2**63 - 1 (9223372036854775807), got -1"),
+        ("data.synthetic.seed=" + "9" * 50, "data.synthetic.seed must be an integer of 64 bits"),
+        ("data.synthetic.sentences=" + "9" * 5000, "data.synthetic.sentences:1:1: an integer of 5000 digits"),
+        ("model.d_model=" + "1" * 30, "model.d_model must be an integer of 64 bits"),
+        ("train.lr=1e400", "train.lr must be a finite number, got inf"),
+        ("train.weight_decay=.nan", "train.weight_decay must be a finite number, got nan"),
+    ],
+)
+def test_out_of_range_numbers_are_refused_before_the_run_folder_is_made(tmp_path, override, message):
+    recipe = write(tmp_path, GOOD)
+    assert message in _train_refused(tmp_path, recipe, "--set", override)

@@ -282,7 +282,7 @@ def test_word_logprobs_add_up_to_the_loss(vocab, trees, model_name):
     total = sum(float(s.sum()) for s in scores)
     assert total == pytest.approx(-float(out.sums["lm"]), rel=1e-5)
     assert all((s[:-1] < 0).all() for s in scores)
-    without_end = model.word_logprobs(sentences, trees=given)
+    without_end = model.word_logprobs(sentences, trees=given)  # the same batches: the same bits
     assert all(torch.equal(a, b[:-1]) for a, b in zip(without_end, scores, strict=True))
 
 

@@ -13,6 +13,7 @@ the files are laid out like the project's shared data folder, for example
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import urllib.error
@@ -385,6 +386,8 @@ def _verified(path: Path, remote: RemoteFile) -> bool:
 def _fetch(remote: RemoteFile, target: Path, url: str, *, timeout: float, bar: tqdm) -> None:
     """Bring ``target`` into place from ``url`` by way of ``<target>.part``."""
     part = target.with_name(target.name + ".part")
+    if part.is_symlink():
+        raise _linked_part(remote, part)
     offset = part.stat().st_size if part.is_file() else 0
     if offset > remote.size or (offset == remote.size and sha256_file(part) != remote.sha256):
         part.unlink()  # a leftover that cannot be the start of this file
@@ -405,6 +408,26 @@ def _fetch(remote: RemoteFile, target: Path, url: str, *, timeout: float, bar: t
                 actual_size=actual_size,
             )
     os.replace(part, target)
+
+
+def _linked_part(remote: RemoteFile, part: Path) -> DownloadError:
+    return DownloadError(
+        f"{remote.path}: {part} is a symbolic link; downloads are written only to files of their own, "
+        "never through a link (it would overwrite the link's target): remove it and run again"
+    )
+
+
+def _open_part(remote: RemoteFile, part: Path, *, append: bool):
+    """``part`` opened for writing, refusing a symbolic link even if one appears after the check
+    in ``_fetch`` (``O_NOFOLLOW``)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if append else os.O_TRUNC)
+    try:
+        descriptor = os.open(part, flags, 0o644)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise _linked_part(remote, part) from None
+        raise
+    return os.fdopen(descriptor, "ab" if append else "wb")
 
 
 def _transfer(remote: RemoteFile, url: str, part: Path, offset: int, *, timeout: float, bar: tqdm) -> None:
@@ -432,7 +455,7 @@ def _transfer(remote: RemoteFile, url: str, part: Path, offset: int, *, timeout:
                 written = 0
             declared = response.headers.get("Content-Length", "")
             end = written + int(declared) if declared.isdigit() else None
-            with open(part, "ab" if written else "wb") as out:
+            with _open_part(remote, part, append=bool(written)) as out:
                 while written <= remote.size:
                     chunk = response.read(min(_CHUNK_BYTES, remote.size + 1 - written))
                     if not chunk:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from syntaxlm import __version__
 from syntaxlm.data.lexicon import LEXICON, Lexicon, Noun, Sense, indefinite_article
-from syntaxlm.files import atomic_writer, sha256_file
+from syntaxlm.files import atomic_writer, no_space_reported, sha256_file
 from syntaxlm.trees.ptb import write_trees
 from syntaxlm.trees.tree import Tree
 
@@ -1868,7 +1868,8 @@ def write_synthetic_treebank(
     (SyntaxGym format) and ``manifest.json`` into ``out_dir``; return the manifest.
 
     The suites' items are drawn from a seed derived from ``seed`` and never repeat a sentence of the
-    written trees. Every file is written atomically.
+    written trees. Every file is written atomically; a full disk is a ``NoSpaceError`` naming
+    ``out_dir``.
     """
     if not isinstance(sentences, int) or sentences < 1:
         raise ValueError(f"sentences must be a positive integer, got {sentences!r}")
@@ -1876,57 +1877,58 @@ def write_synthetic_treebank(
     out = Path(out_dir)
     bank = SyntheticTreebank(seed, lexicon_size=lexicon_size)
     trees = bank.trees(sentences)
-    files: dict[str, dict] = {}
-    start = 0
-    for name, count in zip(("train", "dev", "test"), counts, strict=True):
-        part = trees[start : start + count]
-        start += count
-        path = out / f"{name}.trees"
-        write_trees(path, part)
-        files[name] = {
-            "path": path.name,
-            "sentences": count,
-            "words": sum(len(t.leaves()) for t in part),
-            "sha256": sha256_file(path),
+    with no_space_reported(out, "the synthetic treebank"):
+        files: dict[str, dict] = {}
+        start = 0
+        for name, count in zip(("train", "dev", "test"), counts, strict=True):
+            part = trees[start : start + count]
+            start += count
+            path = out / f"{name}.trees"
+            write_trees(path, part)
+            files[name] = {
+                "path": path.name,
+                "sentences": count,
+                "words": sum(len(t.leaves()) for t in part),
+                "sha256": sha256_file(path),
+            }
+        texts = {" ".join(tree.leaves()) for tree in trees}
+        suites = bank.build_suites(items_per_suite, avoid=texts)
+        suite_entries: dict[str, dict] = {}
+        for name, suite in suites.items():
+            path = out / "suites" / f"{name}.json"
+            with atomic_writer(path) as handle:
+                json.dump(suite.to_json(), handle, indent=4, ensure_ascii=False)
+                handle.write("\n")
+            suite_entries[name] = {
+                "path": f"suites/{name}.json",
+                "items": len(suite.items),
+                "conditions": list(suite.design.conditions),
+                "sha256": sha256_file(path),
+            }
+        lengths = sorted(len(tree.leaves()) for tree in trees)
+        vocabulary = {word for tree in trees for word in tree.leaves()}
+        manifest = {
+            "format": "syntaxlm-synthetic-treebank",
+            "version": 1,
+            "generator": f"syntaxlm {__version__} syntaxlm.data.synthetic",
+            "seed": seed,
+            "suite_seed": bank.suite_seed,
+            "sentences": sentences,
+            "split": dict(zip(("train", "dev", "test"), counts, strict=True)),
+            "files": files,
+            "words": sum(len(tree.leaves()) for tree in trees),
+            "word_types": len(vocabulary),
+            "lexicon_size": lexicon_size,
+            "lexicon_word_types": len(bank.word_types()),
+            "sentence_length": {
+                "mean": round(sum(lengths) / len(lengths), 2),
+                "median": lengths[len(lengths) // 2],
+                "max": lengths[-1],
+            },
+            "phenomena": phenomenon_counts(trees),
+            "suites": suite_entries,
         }
-    texts = {" ".join(tree.leaves()) for tree in trees}
-    suites = bank.build_suites(items_per_suite, avoid=texts)
-    suite_entries: dict[str, dict] = {}
-    for name, suite in suites.items():
-        path = out / "suites" / f"{name}.json"
-        with atomic_writer(path) as handle:
-            json.dump(suite.to_json(), handle, indent=4, ensure_ascii=False)
+        with atomic_writer(out / "manifest.json") as handle:
+            json.dump(manifest, handle, indent=2)
             handle.write("\n")
-        suite_entries[name] = {
-            "path": f"suites/{name}.json",
-            "items": len(suite.items),
-            "conditions": list(suite.design.conditions),
-            "sha256": sha256_file(path),
-        }
-    lengths = sorted(len(tree.leaves()) for tree in trees)
-    vocabulary = {word for tree in trees for word in tree.leaves()}
-    manifest = {
-        "format": "syntaxlm-synthetic-treebank",
-        "version": 1,
-        "generator": f"syntaxlm {__version__} syntaxlm.data.synthetic",
-        "seed": seed,
-        "suite_seed": bank.suite_seed,
-        "sentences": sentences,
-        "split": dict(zip(("train", "dev", "test"), counts, strict=True)),
-        "files": files,
-        "words": sum(len(tree.leaves()) for tree in trees),
-        "word_types": len(vocabulary),
-        "lexicon_size": lexicon_size,
-        "lexicon_word_types": len(bank.word_types()),
-        "sentence_length": {
-            "mean": round(sum(lengths) / len(lengths), 2),
-            "median": lengths[len(lengths) // 2],
-            "max": lengths[-1],
-        },
-        "phenomena": phenomenon_counts(trees),
-        "suites": suite_entries,
-    }
-    with atomic_writer(out / "manifest.json") as handle:
-        json.dump(manifest, handle, indent=2)
-        handle.write("\n")
-    return manifest
+        return manifest

@@ -176,6 +176,56 @@ def read_blimp(folder: str | Path, *, paradigms: Sequence[str] | None = None) ->
     return pairs
 
 
+_LOGPROB_RECORD = '{"UID": ..., "pairID": ..., "good": logprob, "bad": logprob}'
+
+
+def read_blimp_logprobs(path: str | Path) -> dict[tuple[str, int], tuple[float, float]]:
+    """Precomputed scores, one JSON object per line with UID, pairID and the good and bad
+    sentences' log-probs, as ``{(UID, pairID): (good, bad)}``. Raises ``InputFormatError`` naming
+    the file and line (the column too for broken JSON or bytes that are not UTF-8)."""
+    scores: dict[tuple[str, int], tuple[float, float]] = {}
+    with contextlib.closing(read_lines(path, InputFormatError)) as lines:
+        for line, text in enumerate(lines, 1):
+            record = parse_json(text, InputFormatError, path=path, line=line, expected=_LOGPROB_RECORD)
+            try:
+                key = (_uid(record["UID"]), _pair_id(record["pairID"]))
+                logprobs = (_logprob(record["good"]), _logprob(record["bad"]))
+            except (KeyError, TypeError, ValueError) as error:
+                problem = f"not a score record ({type(error).__name__}: {error})"
+                raise InputFormatError(problem, path=path, line=line, expected=_LOGPROB_RECORD) from None
+            if key in scores:  # one of the two would be dropped silently
+                problem = f"{reprlib.repr(key[0])} pair {key[1]} appears twice"
+                raise InputFormatError(problem, path=path, line=line, expected="one line per pair")
+            scores[key] = logprobs
+    return scores
+
+
+def _uid(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"UID {reprlib.repr(value)} is not a string")
+    return value
+
+
+def _pair_id(value: Any) -> int:
+    """A pairID as a number or a string of digits (bounded: int() refuses over 4,300 digits)."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 18:
+        return int(value)
+    if type(value) is not int:
+        raise ValueError(f"pairID {reprlib.repr(value)} is not an integer")
+    return value
+
+
+def _logprob(value: Any) -> float:
+    """A log-probability as a float: a JSON number or a numeric string (NaN and +inf are refused
+    when scoring, with the pair)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(f"log-prob {reprlib.repr(value)} is not a number")
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond a float's range
+        raise ValueError(f"log-prob of {len(str(value))} digits is out of range") from None
+
+
 def blimp_10_percent(pairs: Iterable[MinimalPair]) -> list[MinimalPair]:
     """BLiMP-10%: the first 100 pairs of each paradigm by numeric pairID (paradigm order kept)."""
     return first_pairs(pairs, PAIRS_PER_PARADIGM_10_PERCENT)

@@ -58,7 +58,7 @@ from syntaxlm.eval.sg_formula import (
     parse_formula,
     region_references,
 )
-from syntaxlm.files import json_loads, read_text, sha256_file
+from syntaxlm.files import DuplicateKeyError, json_loads, read_text, sha256_file
 
 RegionValues = Mapping[str, Sequence[float]]
 """One item's region values: condition name → value of region 1, region 2, ... (bits)."""
@@ -117,7 +117,7 @@ def load_suite(path: str | Path) -> Suite:
     path = Path(path)
     text = read_text(path, SuiteFormatError)
     try:
-        data = json_loads(text)
+        data = json_loads(text, unique_keys=True)
     except json.JSONDecodeError as error:
         raise SuiteFormatError(
             f"malformed JSON: {error.msg}",
@@ -126,6 +126,8 @@ def load_suite(path: str | Path) -> Suite:
             column=error.colno,
             expected="a SyntaxGym suite (a JSON object)",
         ) from None
+    except DuplicateKeyError as error:  # json would keep the last value silently
+        raise SuiteFormatError(f"suite, {error}", path=path, expected="each key once in an object") from None
     return suite_from_json(data, path=path)
 
 
@@ -832,8 +834,12 @@ def _comparison_sides(expression: Expression) -> list[Expression]:
 
 
 def _check_region_values(
-    suite: Suite, region_values: Mapping[int, RegionValues], path: str | Path | None
+    suite: Suite, region_values: Mapping[int, RegionValues], path: str | Path | None, *, finite: bool = False
 ) -> None:
+    """Values for every item, condition and region of ``suite``, each a number (not NaN); with
+    ``finite``, also not infinite."""
+    is_value, expected_value = (_is_finite_number, "a finite number") if finite else (_is_number, "a number")
+
     def bad(problem: str, expected: str) -> RegionValuesError:
         return RegionValuesError(f"suite {suite.name!r}: {problem}", path=path, expected=expected)
 
@@ -857,8 +863,32 @@ def _check_region_values(
                     f"{where}: values {reprlib.repr(row)}", f"a list of {n_regions} numbers, one per region"
                 )
             for k, value in enumerate(row, 1):
-                if isinstance(value, bool) or not isinstance(value, Real) or math.isnan(value):
-                    raise bad(f"{where}, region {k}: value {reprlib.repr(value)}", "a number")
+                if not is_value(value):
+                    raise bad(f"{where}, region {k}: value {reprlib.repr(value)}", expected_value)
+
+
+def _is_number(value: Any) -> bool:
+    """Whether a region value is a number other than NaN (a model's surprisal may be infinite)."""
+    number = _float_value(value)
+    return number is not None and not math.isnan(number)
+
+
+def _is_finite_number(value: Any) -> bool:
+    """Whether a region value is a finite number: not NaN or ±infinity (JSON's ``Infinity``, and
+    ``1e400``, which json reads as infinity)."""
+    number = _float_value(value)
+    return number is not None and math.isfinite(number)
+
+
+def _float_value(value: Any) -> float | None:
+    """A region value as a float; None for a bool, a non-number, or an integer beyond a float's
+    range (JSON integers may have up to 4,300 digits)."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
 
 
 def region_values_from_json(
@@ -889,7 +919,9 @@ def region_values_from_json(
                 f"item {number} appears twice (items[{index}])", path=path, expected="once"
             )
         values[number] = item_values
-    _check_region_values(suite, values, path)
+    # values given as data are measured surprisals: an infinity there is a broken file, not a model's
+    # certainty (evaluate_suite accepts a model's infinite surprisal, e.g. a sentence a beam lost)
+    _check_region_values(suite, values, path, finite=True)
     return values
 
 
@@ -898,10 +930,18 @@ def score_region_values(suite_path: str | Path, region_values_path: str | Path) 
     ``SuiteResult.to_json()`` plus both files' paths and sha256."""
     suite = load_suite(suite_path)
     try:
-        data = json_loads(read_text(region_values_path, RegionValuesError))
+        data = json_loads(read_text(region_values_path, RegionValuesError), unique_keys=True)
     except json.JSONDecodeError as error:
         raise RegionValuesError(
             f"malformed JSON: {error.msg}", path=region_values_path, line=error.lineno, column=error.colno
+        ) from None
+    except DuplicateKeyError as error:  # json would keep the last value silently
+        # the rows of a bare list are items[i], as in region_values_from_json and the {"items"} form
+        where = "items" + error.where if error.where.startswith("[") else error.where
+        raise RegionValuesError(
+            f"{where}: key {reprlib.repr(error.key)} appears twice",
+            path=region_values_path,
+            expected="each key once in an object",
         ) from None
     result = evaluate_suite(suite, region_values_from_json(data, suite, path=region_values_path))
     return {

@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import reprlib
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -58,6 +59,7 @@ from syntaxlm.inference.beam import (
     InferenceError,
     SentenceScores,
     beam_search,
+    encode_sentence,
 )
 from syntaxlm.inference.marginal import (
     DOCUMENT_CONTEXTS,
@@ -148,21 +150,41 @@ class Scorer:
     ) -> list[SentenceScores]:
         """Every sentence's ``SentenceScores`` (natural logs) by the scorer's method."""
         sentences = _sentences(sentences)
+        too_long = self.too_long(sentences)
+        if too_long:
+            first = too_long[0]
+            pieces = len(encode_sentence(self.model.vocab, sentences[first], first).ids)
+            raise SentenceTooLongError(
+                f"sentence {first} has {pieces} pieces, more than the {self.model.longest_sentence()} this "
+                f"model can score (its positions end there; {len(too_long)} sentence(s) in all); leave "
+                "them out (the CLI's --skip-long) or split them"
+            )
         if self.method == "gold" and trees is None:
             raise InferenceError("method 'gold' needs trees= (one tree per sentence)")
         if self.method == "proposals" and proposals is None:
             raise InferenceError("method 'proposals' needs proposals= (a list of trees per sentence)")
         options = {"batch_size": self.batch_size, "progress": self.progress}
         if self.method == "beam":
-            return beam_search(self.model, sentences, self.beam, **options)
+            return finite_scores(beam_search(self.model, sentences, self.beam, **options))
         options["context"] = self.context
         if self.method == "exact":
-            return exact_scores(self.model, sentences, **options)
+            return finite_scores(exact_scores(self.model, sentences, **options))
         if self.method == "gold":
-            return gold_scores(self.model, sentences, list(trees), renormalise=self.renormalise, **options)
-        return proposal_scores(
-            self.model, sentences, list(proposals), renormalise=self.renormalise, **options
+            return finite_scores(
+                gold_scores(self.model, sentences, list(trees), renormalise=self.renormalise, **options)
+            )
+        return finite_scores(
+            proposal_scores(self.model, sentences, list(proposals), renormalise=self.renormalise, **options)
         )
+
+    def too_long(self, sentences: Sequence[Sequence[str]]) -> list[int]:
+        """The indices of the sentences with more pieces than the model can score
+        (``longest_sentence``); checked before any scoring work."""
+        limit = self.model.longest_sentence()
+        if limit is None:
+            return []
+        vocab = self.model.vocab
+        return [i for i, words in enumerate(sentences) if len(encode_sentence(vocab, words, i).ids) > limit]
 
     @property
     def read_context(self) -> str:
@@ -217,6 +239,40 @@ class Scorer:
             scores_record(s, index=i, surprisal=surprisal, unit=unit, eos=eos)
             for i, s in enumerate(self.score(sentences, **given))
         ]
+
+
+class SentenceTooLongError(InferenceError):
+    """A sentence longer than the model can score (its learned positions end before it does)."""
+
+
+class NonFiniteScoreError(InferenceError):
+    """A model gave a NaN or infinite log-probability: no score, mean or accuracy made with it means
+    anything, so nothing is written."""
+
+
+def finite_scores(scores: list[SentenceScores]) -> list[SentenceScores]:
+    """``scores``, after checking that every piece's and every end's log-probability is finite
+    (``NonFiniteScoreError`` naming the first sentence and word that is not)."""
+    for index, sentence in enumerate(scores):
+        values = np.append(sentence.piece_logprobs, sentence.end_logprob)
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            first = int(bad[0])
+            where = (
+                f"word {int(sentence.piece_word[first])} ({sentence.words[sentence.piece_word[first]]!r})"
+                if first < len(sentence.piece_logprobs)
+                else "the end of the sentence"
+            )
+            cause = (
+                "the model's numbers are NaN (diverged weights, or an overflow)"
+                if np.isnan(values[first])
+                else "the model (or the search, which kept no derivation of it: widen the beam) rules it out"
+            )
+            raise NonFiniteScoreError(
+                f"sentence {index} ({reprlib.repr(' '.join(sentence.words))}): {where} has the "
+                f"log-probability {values[first]}: {cause}; no scores are written"
+            )
+    return scores
 
 
 def _sentences(sentences) -> list[list[str]]:

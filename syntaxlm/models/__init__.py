@@ -2,13 +2,25 @@
 
 ``build_model(config_dict, vocabularies)`` makes a fresh model; ``load_model(folder)`` reads one
 written by ``save_pretrained``. Model modules are imported on first use.
+
+Both build through ``construct_model``, which counts the values the model's tensors take as they are
+made and refuses, before allocating it, the tensor that would take a model beyond
+``SYNTAXLM_MAX_PARAMETERS`` (default 2,000,000,000): a hostile or mistyped ``config.json``
+(``d_model: 1000000000``) is an error, not a multi-terabyte allocation.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import math
+import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
 
 from syntaxlm.models.base import (
     CONFIG_SHA256,
@@ -40,6 +52,10 @@ MODEL_CLASSES = {
     "dm-lstm": "syntaxlm.models.dmlm:DMLSTM",
 }
 MODEL_NAMES = tuple(MODEL_CLASSES)
+MAX_PARAMETERS_ENV = "SYNTAXLM_MAX_PARAMETERS"
+DEFAULT_MAX_PARAMETERS = 2_000_000_000  # 8 GB of float32 weights; the papers' largest models are far below
+REPEATED_FIELDS = ("n_layers", "residual_blocks")  # config fields that repeat one module
+MAX_REPEATS = 10_000  # the papers' deepest models have a few dozen layers
 
 
 def model_class(name: str) -> type[SyntacticLM]:
@@ -61,7 +77,95 @@ def model_config(values: dict[str, Any], *, where: str = "model") -> ModelConfig
 def build_model(config: ModelConfig | dict[str, Any], vocabularies: dict[str, Any]) -> SyntacticLM:
     if isinstance(config, dict):
         config = model_config(config)
-    return model_class(config.model)(config, vocabularies)
+    return construct_model(model_class(config.model), config, vocabularies)
+
+
+class ModelTooLargeError(ConfigError):
+    """A config describing a model larger than ``max_parameters()`` (``SYNTAXLM_MAX_PARAMETERS``)."""
+
+
+def max_parameters() -> int:
+    """The most parameters (and buffer entries) a model may hold: ``SYNTAXLM_MAX_PARAMETERS``, or
+    ``DEFAULT_MAX_PARAMETERS`` when it is not set."""
+    text = os.environ.get(MAX_PARAMETERS_ENV, "").strip()
+    if not text:
+        return DEFAULT_MAX_PARAMETERS
+    try:
+        return int(text.replace("_", ""))
+    except ValueError:
+        raise ConfigError(f"{MAX_PARAMETERS_ENV}={text!r}: expected a whole number of parameters") from None
+
+
+def construct_model(cls: type[SyntacticLM], config: ModelConfig, vocabularies: dict[str, Any]) -> SyntacticLM:
+    """``cls(config, vocabularies)``, refused with ``ModelTooLargeError`` (naming the config's largest
+    sizes) before the tensor that would take what building it allocates beyond ``max_parameters()``
+    values, and for more than ``MAX_REPEATS`` layers (which would take long to build before that)."""
+    limit = max_parameters()
+    sizes = sorted(_integer_fields(config), reverse=True)
+    largest = ", ".join(f"{name}={value:,}" for value, name in sizes[:3])
+    for name in REPEATED_FIELDS:
+        if getattr(config, name, 0) > MAX_REPEATS:
+            raise ModelTooLargeError(
+                f"{name}={getattr(config, name):,}: more than the {MAX_REPEATS:,} a model may have; check the value"
+            )
+
+    def refuse(count: int) -> None:
+        raise ModelTooLargeError(
+            f"the config describes a model ({config.model}) of more than {limit:,} parameters: building it "
+            f"asked for {count:,} values when it was stopped (its largest sizes: {largest}); check those "
+            f"values, or if the model is meant to be that large, raise the limit with the environment "
+            f"variable {MAX_PARAMETERS_ENV}"
+        )
+
+    with _AllocationLimit(limit, refuse):
+        return cls(config, vocabularies)
+
+
+def _integer_fields(config: ModelConfig) -> list[tuple[int, str]]:
+    values = [(getattr(config, field.name), field.name) for field in dataclasses.fields(config)]
+    return [(value, name) for value, name in values if isinstance(value, int) and not isinstance(value, bool)]
+
+
+class _AllocationLimit(TorchFunctionMode):
+    """Counts the values PyTorch's factory functions (``torch.empty``, ``zeros``, ``arange``, ...) are
+    asked for, and calls ``refuse(count)`` before the call that would take the count beyond ``limit``:
+    every parameter and buffer starts as one. (Values made by other operations, e.g. ``repeat``,
+    are not counted; models make their tensors with factories.)"""
+
+    FACTORIES = frozenset(
+        (torch.empty, torch.zeros, torch.ones, torch.full, torch.rand, torch.randn, torch.randint, torch.arange)
+    )
+
+    def __init__(self, limit: int, refuse: Callable[[int], None]):
+        super().__init__()
+        self.limit, self.refuse, self.count = limit, refuse, 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in self.FACTORIES:
+            self.count += _values_asked(func, args, kwargs)
+            if self.count > self.limit:
+                self.refuse(self.count)
+        return func(*args, **kwargs)
+
+
+def _values_asked(func: Callable, args: tuple, kwargs: dict[str, Any]) -> int:
+    """How many values a factory call makes (0 where its size is not plain numbers)."""
+    if func is torch.arange:
+        bounds = [float(bound) for bound in args if isinstance(bound, (int, float))]
+        if not bounds:
+            return 0
+        start, end, step = (0.0, bounds[0], 1.0) if len(bounds) == 1 else (*bounds, 1.0)[:3]
+        return max(0, math.ceil((end - start) / step)) if step else 0
+    if func is torch.full:
+        size = args[0] if args else kwargs.get("size")
+    elif func is torch.randint:
+        size = args[-1] if args and isinstance(args[-1], Sequence) else kwargs.get("size")
+    else:
+        size = args[0] if len(args) == 1 and isinstance(args[0], Sequence) else args or kwargs.get("size")
+    if not isinstance(size, Sequence) or not all(isinstance(n, int) for n in size):
+        return 0
+    return math.prod(size)
 
 
 def load_model(folder: str | Path, *, map_location: str = "cpu") -> SyntacticLM:
@@ -86,7 +190,9 @@ def load_model(folder: str | Path, *, map_location: str = "cpu") -> SyntacticLM:
         if attempt or saved_with is None or saved_with == document_sha256(document):
             break
     try:
-        model = cls(config, vocabularies)
+        model = construct_model(cls, config, vocabularies)
+    except ModelTooLargeError as error:
+        raise ModelFileError(str(error), path=folder / "config.json") from None
     except KeyError as missing:
         if not missing.args or missing.args[0] in vocabularies:
             raise
@@ -102,11 +208,14 @@ def load_model(folder: str | Path, *, map_location: str = "cpu") -> SyntacticLM:
 __all__ = [
     "MODEL_CLASSES",
     "MODEL_NAMES",
+    "MAX_PARAMETERS_ENV",
+    "ModelTooLargeError",
     "ConfigError",
     "ModelConfig",
     "ModelFileError",
     "SyntacticLM",
     "build_model",
+    "construct_model",
     "load_model",
     "model_class",
     "model_config",

@@ -453,6 +453,12 @@ class ActionLM(SyntacticLM):
             len(vocab), open_label, reduce, style="rnng", ends_with_eos=False, symbol_ids=symbol_ids(vocab)
         )
 
+    def longest_sentence(self) -> int:
+        """Learned absolute positions stop at ``max_length``: the start, the pieces and the end
+        (``</s>``, or for the joint models the root's opening and closing actions) must fit; the
+        decoder reads every token it scores."""
+        return self.config.max_length - (3 if self.reads_actions else 2)
+
     def decoder(self) -> ActionLMDecoder:
         """An incremental decoder over this model; ``start(n)`` it before use."""
         return ActionLMDecoder(self)

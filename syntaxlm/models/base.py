@@ -20,18 +20,21 @@ trainer, the evaluations and the CLI talk to models only through this class:
   + the vocabulary folders. Loading checks every tensor's name and shape and says what differs.
 
 ``model.safetensors`` carries in its header the sha256 of its tensors (``tensors_sha256``) and of
-the config it was saved with (``config_sha256``); loading checks both when present (files written
-before they were added load without the check).
+the config it was saved with (``config_sha256``). Loading requires the tensors' hash (a file without
+one is refused; ``seal_tensors_file`` = ``syntaxlm model seal`` adds it to a file the user trusts),
+refuses NaN and infinite weights, and checks the config's hash when present.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -227,6 +230,11 @@ class SyntacticLM(nn.Module, ABC):
     def decoder(self) -> Decoder:
         """An incremental decoder over this model (``models.decoding``): search and sampling use it."""
 
+    def longest_sentence(self) -> int | None:
+        """The most pieces (vocabulary tokens) a sentence may have for this model to score it, or
+        None where the model has no limit (recurrent and segment-with-memory models)."""
+        return None
+
     @abstractmethod
     def word_logprobs(self, sentences: Sequence[Sequence[str]], **options) -> list[Tensor]:
         """Natural-log ``p(word | prefix)`` of every word of every sentence."""
@@ -263,7 +271,8 @@ class SyntacticLM(nn.Module, ABC):
         }
         tmp = folder / f".{WEIGHTS_FILE}.tmp"
         try:
-            save_file(tensors, str(tmp), metadata=metadata)
+            with safetensors_write_errors(tmp):
+                save_file(tensors, str(tmp), metadata=metadata)
             tmp.replace(folder / WEIGHTS_FILE)
         except BaseException:
             tmp.unlink(missing_ok=True)
@@ -385,8 +394,9 @@ def read_weights(folder: str | Path) -> dict[str, Tensor]:
 
 
 def read_weights_file(folder: str | Path) -> tuple[dict[str, Tensor], dict[str, str]]:
-    """The tensors of ``folder/model.safetensors`` (checked against its ``tensors_sha256``) and its
-    header's metadata; ``ModelFileError`` naming the file when it is missing, damaged or cut short."""
+    """The tensors of ``folder/model.safetensors`` (checked against its ``tensors_sha256``, all finite)
+    and its header's metadata; ``ModelFileError`` naming the file when it is missing, damaged, cut
+    short, unsealed or holds NaN or infinite weights."""
     path = Path(folder) / WEIGHTS_FILE
     if not path.is_file():
         raise ModelFileError(f"no {WEIGHTS_FILE}", path=folder)
@@ -395,6 +405,7 @@ def read_weights_file(folder: str | Path) -> tuple[dict[str, Tensor], dict[str, 
     except (SafetensorError, OSError, ValueError, RuntimeError) as error:
         raise ModelFileError(f"cannot read the weights: {error}", path=path) from None
     check_tensors_sha256(tensors, metadata, path, ModelFileError)
+    check_finite(tensors, path, ModelFileError)
     return tensors, metadata
 
 
@@ -441,14 +452,82 @@ def tensors_sha256(tensors: dict[str, Tensor]) -> str:
 def check_tensors_sha256(
     tensors: dict[str, Tensor], metadata: dict[str, str], path: str | Path, error: type[InputFormatError]
 ) -> None:
-    """Raise ``error`` naming ``path`` when the header's ``tensors_sha256`` (if any) does not match."""
+    """Raise ``error`` naming ``path`` when the header has no ``tensors_sha256`` or it does not match.
+
+    The hash is required: were a file without one accepted, deleting it from a header would switch
+    the check off."""
     expected = metadata.get(TENSORS_SHA256)
-    if expected is not None and tensors_sha256(tensors) != expected:
+    if expected is None:
+        raise error(
+            f"the file's header has no {TENSORS_SHA256}, so its tensors cannot be checked (written before "
+            f"syntaxlm hashed its files, or the hash was removed); if you trust the file, seal it with "
+            f"`syntaxlm model seal {path}`",
+            path=path,
+        )
+    if tensors_sha256(tensors) != expected:
         raise error(
             "the tensors do not match the sha256 in the file's header: the file is damaged",
             path=path,
             expected=f"tensors with sha256 {expected}",
         )
+
+
+def check_finite(tensors: dict[str, Tensor], path: str | Path, error: type[InputFormatError]) -> None:
+    """Raise ``error`` naming ``path`` and the first tensor (by name) holding a NaN or an infinity."""
+    for name in sorted(tensors):
+        tensor = tensors[name]
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise error(
+                f"tensor {name!r} holds NaN or infinite values, so nothing computed with it would mean "
+                "anything (saved from a run that diverged?); use an earlier checkpoint or model",
+                path=path,
+            )
+
+
+def seal_tensors_file(path: str | Path) -> tuple[str, bool]:
+    """Write the sha256 of a trusted safetensors file's tensors into its header (``tensors_sha256``),
+    replacing the file atomically. Returns the hash and whether the file was changed (a file that
+    already holds the right hash is left as it is). ``ModelFileError`` for an unreadable file, and
+    for one whose header holds a different hash: that file is damaged, and sealing would hide it."""
+    path = Path(path)
+    try:
+        tensors, metadata = read_safetensors(path)
+    except (SafetensorError, OSError, ValueError, RuntimeError) as error:
+        raise ModelFileError(f"cannot read the tensors: {error}", path=path) from None
+    digest = tensors_sha256(tensors)
+    given = metadata.get(TENSORS_SHA256)
+    if given == digest:
+        return digest, False
+    if given is not None:
+        raise ModelFileError(
+            "the tensors do not match the sha256 in the file's header: the file is damaged; not sealed "
+            "(restore it from a copy or use an earlier checkpoint)",
+            path=path,
+        )
+    tmp = path.with_name(f".{path.name}.seal.tmp")
+    try:
+        with safetensors_write_errors(tmp):
+            save_file(tensors, str(tmp), metadata={**metadata, TENSORS_SHA256: digest})
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return digest, True
+
+
+@contextlib.contextmanager
+def safetensors_write_errors(path: str | Path) -> Iterator[None]:
+    """Raise a failed safetensors write as the ``OSError`` it is: safetensors reports a full disk as
+    ``SafetensorError("... No space left on device (os error 28)")``, which ``except OSError`` (and
+    the trainer's handling of a full disk) would miss."""
+    try:
+        yield
+    except SafetensorError as error:
+        code = re.search(r"\(os error (\d+)\)", str(error))
+        if code is None:
+            raise
+        number = int(code.group(1))
+        raise OSError(number, os.strerror(number), str(path)) from error
 
 
 def document_sha256(document: Any) -> str:

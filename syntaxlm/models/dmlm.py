@@ -273,6 +273,10 @@ class DependencyMixtureLM(SyntacticLM):
         """The longest row the network takes (``None``: no limit)."""
         return None
 
+    def longest_sentence(self) -> int | None:
+        limit = self.max_positions()
+        return None if limit is None else limit - 2  # <s>, the pieces and </s>, which the decoder reads
+
     # --- training ----------------------------------------------------------------------------------
 
     def prepare(self, trees: Sequence[Tree | DepTree]) -> RowCorpus:

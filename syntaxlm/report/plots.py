@@ -35,10 +35,12 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from syntaxlm.errors import TreeError
 from syntaxlm.eval.intervals import Interval
 from syntaxlm.files import atomic_writer
 from syntaxlm.structure.distances import nested_tree_from_distances
 from syntaxlm.structure.tg import TGSequence
+from syntaxlm.structure.tg_view import DENSE_CELL_LIMIT
 
 STACK_COLOUR, COMPOSE_COLOUR = "#4c72b0", "#dd8452"
 
@@ -55,6 +57,12 @@ def save_figure(figure: Figure, path: str | Path, *, dpi: int = 150) -> Path:
 def attention_mask_figure(sequence: TGSequence, spell: Callable[[int], str], *, title: str = "") -> Figure:
     """TG Fig. 2b: cell (i, j) is coloured when position i attends j, by the operation of row i
     (a TXL sequence's causal mask has STACK rows only, drawn without the legend)."""
+    if len(sequence) ** 2 > DENSE_CELL_LIMIT:
+        raise TreeError(
+            f"a TG sequence of {len(sequence):,} positions is too long to draw: its dense mask would "
+            f"have {len(sequence) ** 2:,} cells, over the limit of {DENSE_CELL_LIMIT:,} (a sequence of "
+            f"at most {math.isqrt(DENSE_CELL_LIMIT):,} positions)"
+        )
     mask = sequence.attention_mask()
     cells = np.where(mask, np.where(sequence.compose[:, None], 2, 1), 0)
     tokens = [spell(int(i)) for i in sequence.inputs]

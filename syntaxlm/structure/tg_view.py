@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from syntaxlm.errors import TreeError
 from syntaxlm.structure.tg import (
     TOKEN_TYPE_NAMES,
     MemoryRule,
@@ -25,13 +26,42 @@ from syntaxlm.structure.tg import (
 
 Spell = Callable[[int], str]
 
+DENSE_CELL_LIMIT = 2**24
+"""The most cells (positions × (memory slots + positions)) of one segment's dense mask that
+``tg_records`` and ``tg_table`` build, a 4,096 × 4,096 mask; larger ones are refused before any is
+built (a 100,000-deep tree's whole sequence would need 84 GiB for the booleans alone)."""
+
 
 def _segments(
     sequence: TGSequence, segment_length: int | None, memory: MemoryRule, memory_length: int | None
 ) -> list[TGSegment]:
     if segment_length is None:
-        return tg_segments(sequence, len(sequence), memory="previous")
-    return tg_segments(sequence, segment_length, memory=memory, memory_length=memory_length)
+        # One segment with no memory: the whole sequence, its mask [T, T].
+        segments = tg_segments(sequence, len(sequence), memory="previous", memory_length=0)
+    else:
+        segments = tg_segments(sequence, segment_length, memory=memory, memory_length=memory_length)
+    for segment in segments:
+        _check_dense_size(segment, segment_length)
+    return segments
+
+
+def _check_dense_size(segment: TGSegment, segment_length: int | None) -> None:
+    """Refuse a segment whose dense mask would exceed ``DENSE_CELL_LIMIT``, before building it."""
+    queries = len(segment.position)
+    keys = len(segment.memory_position) + queries
+    cells = queries * keys
+    if cells <= DENSE_CELL_LIMIT:
+        return
+    if segment_length is None:
+        what = f"its TG sequence of {queries:,} positions"
+        remedy = "cut it into segments with a segment length (--segment-length)"
+    else:
+        what = f"a segment of {queries:,} positions and {keys - queries:,} memory slots"
+        remedy = "use a shorter segment length (--segment-length) or fewer memory slots (--memory-length)"
+    raise TreeError(
+        f"{what} needs a dense {queries:,} × {keys:,} mask ({cells:,} cells, "
+        f"{cells / 2**30:.1f} GiB as booleans alone), over the limit of {DENSE_CELL_LIMIT:,} cells; {remedy}"
+    )
 
 
 def _sparse(segment: TGSegment, drop_memory: bool) -> tuple[list[list[int]], list[list[int]]]:

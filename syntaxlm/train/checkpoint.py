@@ -10,8 +10,9 @@
 and in its JSON header (``__metadata__``, readable with any safetensors tool) the scalar state:
 step, epoch, next batch, best validation loss and step, patience counter, the optimiser's
 parameter groups, and the shape of the carried state; and ``tensors_sha256``, the sha256 of all the
-tensors (``syntaxlm.models.base.tensors_sha256``), checked on loading when present (checkpoints
-written before it was added load without the check). No pickle: loading runs no code.
+tensors (``syntaxlm.models.base.tensors_sha256``), required and checked on loading (a checkpoint the
+user trusts is sealed with ``syntaxlm model seal``), as is that every tensor is finite. No pickle:
+loading runs no code.
 
 Randomness needs no saving: the trainer seeds every step from ``(seed, rank, step)``.
 """
@@ -21,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -33,7 +33,15 @@ from safetensors.torch import save_file
 from torch import Tensor
 
 from syntaxlm.errors import InputFormatError
-from syntaxlm.models.base import TENSORS_SHA256, check_tensors_sha256, read_safetensors, tensors_sha256
+from syntaxlm.files import temporary_file_beside
+from syntaxlm.models.base import (
+    TENSORS_SHA256,
+    check_finite,
+    check_tensors_sha256,
+    read_safetensors,
+    safetensors_write_errors,
+    tensors_sha256,
+)
 
 CHECKPOINT_FILE = "checkpoint.safetensors"
 FORMAT = "syntaxlm-checkpoint"
@@ -107,10 +115,11 @@ def save_checkpoint(
         TENSORS_SHA256: tensors_sha256(tensors),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = temporary_file_beside(path)  # a name that remove_temporary_files knows
     os.close(fd)
     try:
-        save_file(tensors, tmp, metadata=metadata)
+        with safetensors_write_errors(tmp):  # a full disk raises OSError(ENOSPC) for the trainer
+            save_file(tensors, tmp, metadata=metadata)
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o644)
@@ -122,13 +131,6 @@ def save_checkpoint(
             os.unlink(tmp)
         raise
     return path
-
-
-def remove_partial_checkpoints(folder: str | Path) -> None:
-    """Delete temporary files left by a process killed while writing a checkpoint."""
-    for stale in Path(folder).glob(f".{CHECKPOINT_FILE}.*.tmp"):
-        with contextlib.suppress(FileNotFoundError):
-            stale.unlink()
 
 
 def load_checkpoint(path: str | Path, *, map_location: str | torch.device = "cpu") -> Checkpoint:
@@ -152,6 +154,7 @@ def load_checkpoint(path: str | Path, *, map_location: str | torch.device = "cpu
             f"checkpoint format version {metadata.get('version')!r}", path=path, expected=f"{VERSION}"
         )
     check_tensors_sha256(tensors, metadata, path, CheckpointError)
+    check_finite(tensors, path, CheckpointError)
     tensors = {name: tensor.to(map_location) for name, tensor in tensors.items()}
     try:
         header = json.loads(metadata["training"])

@@ -2,15 +2,19 @@
 
 ``model`` is the model's own config (``syntaxlm.models``), ``data`` says which treebank and which
 vocabulary, ``train`` the optimisation. ``load_config(path, overrides)`` reads a recipe, applies
-command-line overrides (``train.lr=3e-4``) and checks every key and type; a problem raises
-``ConfigError`` naming the file and the key path (``configs/tg-tiny.yaml: train.lr must be a number,
-got 'fast'``).
+command-line overrides (``train.lr=3e-4``) and checks every key and type, the nesting and size of
+the values, the ranges of integers (64 bits; seeds not negative) and that numbers are finite, before
+a run writes anything; a problem raises ``ConfigError`` naming the file and the key path
+(``configs/tg-tiny.yaml: train.lr must be a number, got 'fast'``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
+import reprlib
+import sys
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -69,6 +73,7 @@ class DataConfig:
         if self.synthetic is not None:
             if self.train or self.valid or self.test:
                 raise ConfigError(f"{where}: give either data.synthetic or data.train/valid/test, not both")
+            check_seed(self.synthetic.seed, "data.synthetic.seed", where)
             if self.synthetic.sentences < 10:
                 raise ConfigError(
                     f"{where}: data.synthetic.sentences must be at least 10, got {self.synthetic.sentences}"
@@ -116,6 +121,7 @@ class TrainConfig:
     max_skipped_batches: int = 10
 
     def check(self, where: str) -> None:
+        check_seed(self.seed, "train.seed", where)
         at_least_one = [
             "batch_size",
             "grad_accum",
@@ -162,6 +168,18 @@ class RunConfig:
 
 
 SECTIONS = ("model", "data", "train")
+MAX_SEED = 2**63 - 1  # torch.manual_seed takes 64 bits; numpy's SeedSequence no negative numbers
+INT64 = range(-(2**63), 2**63)  # every integer of a recipe reaches torch or numpy as an int64
+MAX_DEPTH = 32  # recipes nest 3 or 4 deep; Python's recursive readers fail at about 1,000
+MAX_VALUES = 100_000  # in all, counting each use of a YAML alias: a recipe holds a few hundred
+
+
+def check_seed(value: int, key: str, where: str) -> None:
+    """A seed reaches torch and numpy's ``SeedSequence``: a non-negative 64-bit integer."""
+    if not 0 <= value <= MAX_SEED:
+        raise ConfigError(
+            f"{where}: {key} must be an integer from 0 to 2**63 - 1 ({MAX_SEED}), got {_shown(value)}"
+        )
 
 
 def load_config(path: str | Path, overrides: Iterable[str] = ()) -> RunConfig:
@@ -176,7 +194,7 @@ def load_config(path: str | Path, overrides: Iterable[str] = ()) -> RunConfig:
         raise ConfigError(f"{path}: expected a mapping with sections {', '.join(SECTIONS)}")
     overrides = list(overrides)
     apply_overrides(document, overrides)
-    where = str(path) + (f" (with {', '.join(overrides)})" if overrides else "")
+    where = str(path) + (f" (with {', '.join(map(_short, overrides))})" if overrides else "")
     return run_config(document, where=where)
 
 
@@ -184,6 +202,7 @@ def run_config(values: dict[str, Any], *, where: str = "config") -> RunConfig:
     """A ``RunConfig`` from a plain mapping such as a parsed YAML file."""
     if not isinstance(values, dict):
         raise ConfigError(f"{where}: expected a mapping with sections {', '.join(SECTIONS)}")
+    check_shape(values, where)
     unknown = sorted(set(values) - set(SECTIONS))
     if unknown:
         raise ConfigError(f"{where}: unknown section(s) {', '.join(map(str, unknown))}; expected {SECTIONS}")
@@ -240,8 +259,10 @@ _Loader.add_implicit_resolver(
 
 
 def parse_yaml(text: str, *, where: str) -> Any:
-    """The value of a YAML document; bad YAML raises ``ConfigError`` with its line and column."""
+    """The value of a YAML document; bad YAML raises ``ConfigError`` with its line and column, as
+    do values nested too deep or integers too long to read (``check_yaml_events``)."""
     try:
+        check_yaml_events(text, where)
         loader = _Loader(text)
         loader.name = where
         try:
@@ -254,6 +275,68 @@ def parse_yaml(text: str, *, where: str) -> Any:
         raise ConfigError(f"{place}: invalid YAML ({error.problem})") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{where}: invalid YAML ({error})") from None
+
+
+_PLAIN_INTEGER = re.compile(r"[-+]?[0-9][0-9_]*")
+
+
+def check_yaml_events(text: str, where: str) -> None:
+    """Refuse, at their line and column, collections nested deeper than ``MAX_DEPTH`` (PyYAML builds
+    values recursively) and integers longer than Python converts, reading the document's events
+    (which PyYAML parses without recursion) before its values are built."""
+    keys: list[list] = []  # per open collection: [is a mapping, nodes read in it, key of the current one]
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.CollectionEndEvent):
+            keys.pop()
+        elif isinstance(event, yaml.NodeEvent):
+            if keys:
+                _count_node(keys[-1], event)
+            if isinstance(event, yaml.CollectionStartEvent):
+                if len(keys) == MAX_DEPTH:
+                    problem = f"collections nested more than {MAX_DEPTH} deep"
+                    raise _yaml_value_error(event, keys, where, problem, f"at most {MAX_DEPTH} levels")
+                keys.append([isinstance(event, yaml.MappingStartEvent), 0, None])
+            elif _too_many_digits(event):
+                digits = len(event.value.lstrip("+-"))
+                problem, expected = f"an integer of {digits} digits", "an integer of 64 bits (19 digits)"
+                raise _yaml_value_error(event, keys, where, problem, expected)
+
+
+def _count_node(collection: list, event: yaml.NodeEvent) -> None:
+    is_mapping, seen, _ = collection
+    if not is_mapping:
+        collection[2] = f"[{seen}]"
+    elif seen % 2 == 0:  # a key: the name of the value that follows
+        collection[2] = event.value if isinstance(event, yaml.ScalarEvent) else "?"
+    collection[1] += 1
+
+
+def _too_many_digits(event: yaml.NodeEvent) -> bool:
+    if not isinstance(event, yaml.ScalarEvent) or event.style is not None:  # quoted: a string
+        return False
+    return len(event.value) > sys.get_int_max_str_digits() and bool(_PLAIN_INTEGER.fullmatch(event.value))
+
+
+def _yaml_value_error(
+    event: yaml.NodeEvent, keys: list[list], where: str, problem: str, expected: str
+) -> ConfigError:
+    mark = event.start_mark
+    path = _key_path([key for _, _, key in keys])
+    place = f"{where}:{mark.line + 1}:{mark.column + 1}: {path + ': ' if path else ''}"
+    return ConfigError(f"{place}{problem}; expected {expected}")
+
+
+def _key_path(keys: list) -> str:
+    """``train.betas[0]``; long paths shortened to their first four keys."""
+    text = ""
+    for key in keys[:4]:
+        key = str(key)
+        text += key if key.startswith("[") or not text else "." + key
+    return _short(text + ("..." if len(keys) > 4 else ""))
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 DATA_PATHS = ("data.train", "data.valid", "data.test")
@@ -286,6 +369,30 @@ def apply_overrides(document: dict[str, Any], overrides: Iterable[str]) -> None:
 
 
 # --- checking values against dataclass fields ----------------------------------------------------
+
+
+def check_shape(values: Any, where: str) -> None:
+    """Refuse values nested deeper than ``MAX_DEPTH`` or more than ``MAX_VALUES`` in all (YAML aliases
+    repeat one value without its text growing) before anything recurses into them or copies them."""
+    stack: list[tuple[Any, list]] = [(values, [])]
+    count = 0
+    while stack:
+        value, keys = stack.pop()
+        count += 1
+        if count > MAX_VALUES:
+            raise ConfigError(
+                f"{where}: more than {MAX_VALUES:,} values in all (counting every use of a YAML alias); "
+                "expected a recipe of a few hundred"
+            )
+        if len(keys) > MAX_DEPTH:
+            raise ConfigError(
+                f"{where}: {_key_path(keys)}: collections nested more than {MAX_DEPTH} deep; expected at "
+                f"most {MAX_DEPTH} levels"
+            )
+        if isinstance(value, dict):
+            stack.extend((item, [*keys, key]) for key, item in value.items())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((item, [*keys, f"[{i}]"]) for i, item in enumerate(value))
 
 
 def _build(cls: type, values: Any, key: str, where: str):
@@ -339,10 +446,16 @@ def _convert(value: Any, hint: Any, key: str, where: str) -> Any:
             value = int(value)
         if not isinstance(value, int) or isinstance(value, bool):
             raise ConfigError(f"{where}: {key} must be an integer, got {_shown(value)}")
+        if value not in INT64:
+            raise ConfigError(
+                f"{where}: {key} must be an integer of 64 bits (at most 2**63 - 1), got {_shown(value)}"
+            )
         return value
     if hint is float:
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise ConfigError(f"{where}: {key} must be a number, got {_shown(value)}")
+        if not _finite(value):
+            raise ConfigError(f"{where}: {key} must be a finite number, got {_shown(value)}")
         return float(value)
     if hint is str:
         if not isinstance(value, str):
@@ -351,8 +464,15 @@ def _convert(value: Any, hint: Any, key: str, where: str) -> Any:
     return value
 
 
+def _finite(number: float) -> bool:
+    try:
+        return math.isfinite(number)
+    except OverflowError:  # an integer too large for a float
+        return False
+
+
 def _shown(value: Any) -> str:
-    return "nothing (null)" if value is None else repr(value)
+    return "nothing (null)" if value is None else reprlib.repr(value)
 
 
 def _plain(value: Any) -> Any:

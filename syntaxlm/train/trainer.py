@@ -21,6 +21,7 @@ A run folder holds::
     best/  last/             save_pretrained folders: lowest validation loss, end of training
     log.csv  tensorboard/    the training log (see ``logs``)
     training.json            the result record (``syntaxlm.results``)
+    run.lock                 locked while a run trains here (see ``run_folder_lock``)
 
 Randomness during training is seeded at every step from ``(seed, process rank, step)``, so a
 resumed run draws the same dropout masks as one that was never stopped.
@@ -31,10 +32,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import fcntl
 import math
 import os
 import random
 import shutil
+import socket
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -49,7 +52,7 @@ from torch import Tensor, nn
 
 from syntaxlm.data.batching import Batch, RowCorpus
 from syntaxlm.errors import InputFormatError, SyntaxlmError
-from syntaxlm.files import atomic_writer, read_json
+from syntaxlm.files import atomic_writer, read_json, remove_temporary_files
 from syntaxlm.models import ConfigError, SyntacticLM, model_class
 from syntaxlm.models.base import DataProblems, LossOutput
 from syntaxlm.results import result_record, write_result
@@ -57,7 +60,6 @@ from syntaxlm.train.checkpoint import (
     CHECKPOINT_FILE,
     TrainingState,
     load_checkpoint,
-    remove_partial_checkpoints,
     save_checkpoint,
 )
 from syntaxlm.train.config import DataConfig, RunConfig, TrainConfig
@@ -65,6 +67,7 @@ from syntaxlm.train.logs import RunLog
 
 CONFIG_FILE = "config.json"
 RESULT_FILE = "training.json"
+LOCK_FILE = "run.lock"
 BEST, LAST = "best", "last"
 
 # Keys a resumed run may change: they decide when to stop, log or save, not what a step computes
@@ -525,7 +528,9 @@ def train(config: RunConfig, out: str | Path, *, resume: bool = False, progress:
     out = Path(out)
     processes, device = start_processes(config.train.device)
     try:
-        result = _train(config, out, resume=resume, progress=progress, processes=processes, device=device)
+        _check_run(config, out, processes)
+        with run_folder_lock(out, processes, device):
+            result = _train(config, out, resume=resume, progress=progress, processes=processes, device=device)
         if processes.owns_group:
             processes.barrier()  # leave together: gloo may abort a process torn down while others talk
         return result
@@ -534,13 +539,12 @@ def train(config: RunConfig, out: str | Path, *, resume: bool = False, progress:
             dist.destroy_process_group()
 
 
-def _train(
-    config: RunConfig, out: Path, *, resume: bool, progress: bool, processes: Processes, device: torch.device
-) -> TrainResult:
-    tc = config.train
-    if tc.batch_size < processes.world_size:
+def _check_run(config: RunConfig, out: Path, processes: Processes) -> None:
+    """What can be checked before the run folder is touched: the batch size and the input files."""
+    if config.train.batch_size < processes.world_size:
         raise ConfigError(
-            f"train.batch_size ({tc.batch_size}) must be at least the number of processes ({processes.world_size})"
+            f"train.batch_size ({config.train.batch_size}) must be at least the number of processes "
+            f"({processes.world_size})"
         )
     check_inputs(config.data, out)
     reads = model_class(config.model.model).reads
@@ -550,6 +554,59 @@ def _train(
                 f"data.{role}: {path} holds {treebank_kind(path)} trees; model {config.model.model} reads "
                 f"{' or '.join(reads)} trees"
             )
+
+
+@contextlib.contextmanager
+def run_folder_lock(out: Path, processes: Processes, device: torch.device) -> Iterator[None]:
+    """Hold the lock of the run folder ``out`` (the first process takes it) for the whole run.
+
+    A second training into a folder whose lock is held fails at once with a ``TrainingError`` naming
+    the holder, in every process of that training. The lock is a ``flock`` on ``run.lock``, which
+    the kernel releases when its holder ends in any way (SIGKILL too): a killed run's lock never
+    blocks the next one. The file stays; its text only names the holder.
+    """
+    handle, holder = _lock_run_folder(out) if processes.main else (None, None)
+    refused = processes.sum([0.0 if handle is not None or not processes.main else 1.0], device)[0]
+    if refused:
+        who = f"by {holder}" if holder else "(the first process's error names the holder)"
+        raise TrainingError(
+            f"{out} is in use by another training run {who}; wait for that run to end, or train into "
+            "another folder"
+        )
+    try:
+        yield
+    finally:
+        if handle is not None:
+            handle.close()  # releases the lock
+
+
+def _lock_run_folder(out: Path) -> tuple[Any, str | None]:
+    """``(the open lock file, None)`` when this process now holds the folder's lock, else
+    ``(None, the holder's pid, host and start time)``."""
+    out.mkdir(parents=True, exist_ok=True)
+    handle = open(out / LOCK_FILE, "a+", encoding="utf-8")  # noqa: SIM115 (held for the whole run)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "a process that has not yet written its name"
+        handle.close()
+        return None, holder
+    except BaseException:
+        handle.close()
+        raise
+    handle.seek(0)
+    handle.truncate()
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    handle.write(f"process {os.getpid()} on host {socket.gethostname()}, started {started}\n")
+    handle.flush()
+    return handle, None
+
+
+def _train(
+    config: RunConfig, out: Path, *, resume: bool, progress: bool, processes: Processes, device: torch.device
+) -> TrainResult:
+    tc = config.train
     checkpoint_path = out / CHECKPOINT_FILE
     has_run = (out / CONFIG_FILE).is_file() or checkpoint_path.is_file()
     if has_run and not resume:
@@ -562,7 +619,8 @@ def _train(
     processes.barrier()  # every process has looked at the folder before the first one writes to it
     if processes.main:
         out.mkdir(parents=True, exist_ok=True)
-        remove_partial_checkpoints(out)
+        for folder in (out, out / "data", out / "vocab"):  # the folders the run writes files into
+            remove_temporary_files(folder)
         repair_model_folders(out)
     paths, vocab = _prepare_files(config, out, processes, fresh=fresh)
 

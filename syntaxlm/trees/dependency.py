@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import operator
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,13 +227,21 @@ def _parse_sentence(block: list[tuple[int, str]], path: str, sentence: int) -> D
             )
         for index, value in enumerate(columns):
             if value == "" or value != value.strip():
-                column = sum(len(c) + 1 for c in columns[:index]) + 1
+                column = _field_column(columns, index)
                 raise fail(f"empty or space-padded {FIELDS[index].upper()} field {value!r}", lineno, column)
+        if (overlong := _overlong_number(columns)) is not None:
+            index, digits = overlong
+            raise fail(
+                f"{FIELDS[index].upper()} holds a number of {digits} digits",
+                lineno,
+                _field_column(columns, index),
+                f"word numbers of at most {_MAX_NUMBER_DIGITS} digits",
+            )
         try:
             token = conllu.parser.parse_line(line, fields=FIELDS, field_parsers=_PARSERS)
         except conllu.exceptions.ParseException as error:
             index = next((i for i, name in enumerate(FIELDS) if f"'{name}'" in str(error)), 0)
-            column = sum(len(c) + 1 for c in columns[:index]) + 1
+            column = _field_column(columns, index)
             raise fail(f"cannot parse the {FIELDS[index].upper()} field: {error}", lineno, column) from None
         rows.append((lineno, token))
         lines[lineno] = line
@@ -305,15 +314,45 @@ def _parse_sentence(block: list[tuple[int, str]], path: str, sentence: int) -> D
     )
 
 
+def _field_column(columns: list[str], index: int) -> int:
+    """1-based column where field ``index`` (0-based) of a token line's ``columns`` starts."""
+    return sum(len(c) + 1 for c in columns[:index]) + 1
+
+
 def _head_column(line: str) -> int:
     """1-based column where the HEAD field (the 7th) of a token line starts."""
-    return sum(len(c) + 1 for c in line.split("\t")[:6]) + 1
+    return _field_column(line.split("\t"), 6)
+
+
+# conllu converts ID and HEAD with int(), which refuses more than 4,300 digits (ValueError); the
+# digits are bounded first, as elsewhere in the library. No sentence has 10**18 words.
+_MAX_NUMBER_DIGITS = 18
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def _overlong_number(columns: list[str]) -> tuple[int, int] | None:
+    """(field index, digits) of the first number in ID or HEAD longer than ``_MAX_NUMBER_DIGITS``."""
+    for index in (FIELDS.index("id"), FIELDS.index("head")):
+        for digits in _DIGITS.finditer(columns[index]):
+            if len(digits.group()) > _MAX_NUMBER_DIGITS:
+                return index, len(digits.group())
+    return None
 
 
 def _check_tree(heads: list[int], fail, words) -> None:
-    """Every word must reach the root (0) without a cycle."""
+    """Exactly one word has head 0 (Universal Dependencies), and every word reaches it without a cycle."""
     if 0 not in heads:
         raise fail("no word has head 0", words[0][0], None, "one root word")
+    roots = [(word, lineno) for word, ((lineno, _), head) in enumerate(zip(words, heads), 1) if head == 0]
+    if len(roots) > 1:
+        named = ", ".join(f"{word} (line {lineno})" for word, lineno in roots[:10])
+        more = f" and {len(roots) - 10} more" if len(roots) > 10 else ""
+        raise fail(
+            f"{len(roots)} words have head 0: words {named}{more}",
+            roots[1][1],
+            None,
+            "exactly one root word, as Universal Dependencies requires",
+        )
     state = [0] * (len(heads) + 1)  # 0 unknown, 1 on the current path, 2 reaches the root
     state[0] = 2
     for start in range(1, len(heads) + 1):

@@ -21,6 +21,7 @@ sizes in the tests and reported as slow inputs by ``scripts/fuzz_campaign.py``.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import io
@@ -34,11 +35,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import click
 import torch
+import typer
+from click.testing import CliRunner
 from hypothesis import strategies as st
 
+from syntaxlm.cli import _given_trees, _is_treebank, _read_sentences, app
 from syntaxlm.errors import ActionSequenceError, InputFormatError, SyntaxlmError
-from syntaxlm.eval.blimp import read_paradigm
+from syntaxlm.eval.blimp import read_blimp_logprobs, read_paradigm
+from syntaxlm.eval.generation import GenerationInputError
 from syntaxlm.eval.parseval import COLLINS_PARAMS, EvalbParams, evaluate_parses, read_prm
 from syntaxlm.eval.sg_formula import FormulaError, evaluate_formula, parse_formula, region_references
 from syntaxlm.eval.syntaxgym import evaluate_suite, load_suite, region_values_from_json, score_region_values
@@ -150,6 +156,7 @@ TREE_PIECES = COMMON_PIECES + (
 )
 CONLLU_PIECES = COMMON_PIECES + (
     b"_", b"0", b"1", b"2", b"9", b"-1", b"1-2", b"3.1", b"0.1", b"#", b"\t_", b"99999999999999999999", b"1-",
+    b"9" * 5000,
 )  # fmt: skip
 JSON_PIECES = COMMON_PIECES + (
     b"{", b"}", b"[", b"]", b'"', b",", b":", b"null", b"true", b"0", b"-1", b"1.5", b"1e999", b"NaN",
@@ -898,6 +905,73 @@ def check_blimp(value: tuple[int, bytes], folder: Path) -> None:
         assert len(pairs) == sum(1 for line in lines if line.strip()), "a line was dropped"
 
 
+# -- text files of the eval commands ----------------------------------------------------------------------
+
+SENTENCES_EXAMPLE = b"the bird sings\nIt  flew away .\n"
+TREEBANK_EXAMPLE = b"\n(S (NP (DT the) (NN bird)) (VP (VBZ sings)))\n"
+
+
+def check_sentences(value: tuple[int, bytes], folder: Path) -> None:
+    """``eval ppl``'s reading of its DATA (``score`` and ``parse`` read sentences the same way):
+    whether the file is a treebank, then its trees (options bit 0: POS tags) or its sentences."""
+    options, data = value
+    path = folder / "sentences.txt"
+    path.write_bytes(data)
+
+    def located(error: SyntaxlmError) -> None:
+        located_in_file(error, path, data)
+
+    treebank = outcome(lambda: _is_treebank(path), located)
+    if failed(treebank):
+        return
+    if treebank:
+        outcome(lambda: _given_trees(path, bool(options & 1)), located)
+        return
+    sentences = outcome(lambda: _read_sentences(path), located)
+    if not failed(sentences):
+        lines = io.StringIO(data.decode("utf-8-sig"), newline=None).readlines()
+        assert sentences == [line.split() for line in lines], "a sentence was dropped or changed"
+
+
+@functools.cache
+def _cli_command() -> click.Command:
+    """The ``syntaxlm`` command, built once (typer builds it anew on every invocation: 0.3 s)."""
+    return typer.main.get_command(app)
+
+
+def check_generated_texts(value: tuple[int, bytes], folder: Path) -> None:
+    """``syntaxlm eval gen`` on a generated-texts file (options bit 0: the file is its references too)."""
+    options, data = value
+    path = folder / "generated.txt"
+    path.write_bytes(data)
+    args = ["eval", "gen", "--generated", str(path), "--json"]
+    args += ["--references", str(path)] if options & 1 else []
+    error = CliRunner().invoke(_cli_command(), args).exception
+    if error is None or isinstance(error, GenerationInputError):
+        return  # a result, or texts the metrics cannot score (none, all empty), which is no place in the file
+    if not isinstance(error, SyntaxlmError):
+        raise error
+    located_in_file(error, path, data)
+
+
+def check_blimp_scores(value: tuple[int, bytes], folder: Path) -> None:
+    """``read_blimp_logprobs`` (``eval blimp --logprobs``): every line is one pair's scores."""
+    _, data = value
+    path = folder / "scores.jsonl"
+    path.write_bytes(data)
+    scores = outcome(lambda: read_blimp_logprobs(path), lambda error: located_in_file(error, path, data))
+    if not failed(scores):
+        lines = io.StringIO(data.decode("utf-8-sig"), newline=None).readlines()
+        assert len(scores) == len(lines), "a line was dropped"
+        assert all(type(good) is float and type(bad) is float for good, bad in scores.values())
+
+
+BLIMP_SCORES_EXAMPLE = (
+    b'{"UID": "wh_questions", "pairID": 0, "good": -12.5, "bad": -14}\n'
+    b'{"UID": "wh_questions", "pairID": "1", "good": -3e1, "bad": -Infinity}\n'
+)
+
+
 WORD_VOCAB = WordVocab.build([["the", "bird", "sings"], ["the", "bird"]], min_freq=1, symbols=["(S", "S)"])
 
 
@@ -1162,6 +1236,32 @@ TARGETS: dict[str, Target] = {
             lambda: with_options(file_input(st.just(BLIMP_EXAMPLE), JSON_PIECES)),
             options_and_bytes,
             _file_seeds(BLIMP_EXAMPLE),
+        ),
+        Target(
+            "sentences",
+            "eval ppl's DATA: treebank or sentences, then its trees or sentences (score, parse alike)",
+            check_sentences,
+            lambda: with_options(
+                file_input(st.sampled_from([SENTENCES_EXAMPLE, TREEBANK_EXAMPLE]), LINE_PIECES + TREE_PIECES)
+            ),
+            options_and_bytes,
+            _file_seeds(SENTENCES_EXAMPLE, TREEBANK_EXAMPLE),
+        ),
+        Target(
+            "generated_texts",
+            "syntaxlm eval gen on a generated-texts file (and as its own references)",
+            check_generated_texts,
+            lambda: with_options(file_input(st.just(SENTENCES_EXAMPLE), LINE_PIECES)),
+            options_and_bytes,
+            _file_seeds(SENTENCES_EXAMPLE),
+        ),
+        Target(
+            "blimp_scores",
+            "read_blimp_logprobs on an eval blimp --logprobs file",
+            check_blimp_scores,
+            lambda: with_options(file_input(st.just(BLIMP_SCORES_EXAMPLE), JSON_PIECES)),
+            options_and_bytes,
+            _file_seeds(BLIMP_SCORES_EXAMPLE),
         ),
         Target(
             "vocab",

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from syntaxlm.errors import SyntaxlmError
+from syntaxlm.files import NO_SPACE
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -1595,4 +1596,11 @@ def main() -> None:
         app()
     except (SyntaxlmError, FileNotFoundError, IsADirectoryError) as error:
         typer.secho(f"error: {error}", err=True, fg=typer.colors.RED)
+        sys.exit(2)
+    except OSError as error:
+        if error.errno not in NO_SPACE:
+            raise
+        where = f" writing {error.filename}" if error.filename else ""
+        message = f"error: no space left on the device{where}: {error.strerror}"
+        typer.secho(message, err=True, fg=typer.colors.RED)
         sys.exit(2)

@@ -52,8 +52,8 @@ from torch import Tensor, nn
 
 from syntaxlm.data.batching import Batch, RowCorpus
 from syntaxlm.errors import InputFormatError, SyntaxlmError
-from syntaxlm.files import atomic_writer, read_json, remove_temporary_files
-from syntaxlm.models import ConfigError, SyntacticLM, model_class
+from syntaxlm.files import atomic_writer, no_space_reported, read_json, remove_temporary_files
+from syntaxlm.models import ConfigError, SyntacticLM, construct_model, model_class
 from syntaxlm.models.base import DataProblems, LossOutput
 from syntaxlm.results import result_record, write_result
 from syntaxlm.train.checkpoint import (
@@ -622,7 +622,8 @@ def _train(
         for folder in (out, out / "data", out / "vocab"):  # the folders the run writes files into
             remove_temporary_files(folder)
         repair_model_folders(out)
-    paths, vocab = _prepare_files(config, out, processes, fresh=fresh)
+    with no_space_reported(out, "the run's data and vocabulary"):
+        paths, vocab = _prepare_files(config, out, processes, fresh=fresh)
 
     treebanks = {
         role: read_treebank_positions(paths[role], pos_tags=config.data.pos_tags)
@@ -630,7 +631,8 @@ def _train(
     }
     cls = model_class(config.model.model)
     _seed_everything(tc.seed)
-    model = cls(config.model, cls.vocabularies_for(config.model, treebanks["train"][0], vocab))
+    vocabularies = cls.vocabularies_for(config.model, treebanks["train"][0], vocab)
+    model = construct_model(cls, config.model, vocabularies)  # a hostile size is refused, not allocated
     prepared = {
         role: prepared_corpus(model, paths[role], treebank, on_problem=config.data.on_problem)
         for role, treebank in treebanks.items()
@@ -643,7 +645,8 @@ def _train(
         raise TrainingError(f"{paths['valid']}: no validation rows (is the treebank empty?)")
     if processes.main:  # from here on the folder holds a run (resumable, not overwritten)
         run_record = {"model": config.model.model, "seed": tc.seed, "world_size": processes.world_size}
-        _write_json(out / CONFIG_FILE, {**run_record, "train_config": config.to_dict()})
+        with no_space_reported(out, "the run's config"):
+            _write_json(out / CONFIG_FILE, {**run_record, "train_config": config.to_dict()})
     weights = model.loss_weights
     unigram = unigram_loss(train_corpus, valid_corpus, vocab_size=len(model.vocab))
 

@@ -179,6 +179,28 @@ def test_the_cli_reports_a_full_disk_in_one_line(small_disk):
     assert f"error: no space left on the device of {disk / 'data'}" in result.stderr
 
 
+def test_a_full_disk_outside_the_library_s_own_writes_is_one_clear_line(monkeypatch, capsys):
+    from syntaxlm import cli
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", "runs/x/model.safetensors")
+
+    monkeypatch.setattr(cli, "app", full)
+    with pytest.raises(SystemExit) as stopped:
+        cli.main()
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: no space left on the device writing runs/x/model.safetensors: No space left on device"
+    )
+
+
+def test_a_recipe_describing_a_huge_model_is_refused_before_allocating_it(treebank, tiny, tmp_path):
+    from syntaxlm.models import ModelTooLargeError
+
+    with pytest.raises(ModelTooLargeError, match="more than 2,000,000,000 parameters.*d_model=1,000,000,000"):
+        train(tiny_config(treebank, {"d_model": 1_000_000_000}), tmp_path / "run", progress=False)
+
+
 # --- the tensors' hash is required ---------------------------------------------------------------------
 
 

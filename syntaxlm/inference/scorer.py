@@ -163,18 +163,19 @@ class Scorer:
             raise InferenceError("method 'gold' needs trees= (one tree per sentence)")
         if self.method == "proposals" and proposals is None:
             raise InferenceError("method 'proposals' needs proposals= (a list of trees per sentence)")
+        return finite_scores(self._scores(sentences, trees, proposals))
+
+    def _scores(self, sentences, trees, proposals) -> list[SentenceScores]:
         options = {"batch_size": self.batch_size, "progress": self.progress}
         if self.method == "beam":
-            return finite_scores(beam_search(self.model, sentences, self.beam, **options))
+            return beam_search(self.model, sentences, self.beam, **options)
         options["context"] = self.context
         if self.method == "exact":
-            return finite_scores(exact_scores(self.model, sentences, **options))
+            return exact_scores(self.model, sentences, **options)
         if self.method == "gold":
-            return finite_scores(
-                gold_scores(self.model, sentences, list(trees), renormalise=self.renormalise, **options)
-            )
-        return finite_scores(
-            proposal_scores(self.model, sentences, list(proposals), renormalise=self.renormalise, **options)
+            return gold_scores(self.model, sentences, list(trees), renormalise=self.renormalise, **options)
+        return proposal_scores(
+            self.model, sentences, list(proposals), renormalise=self.renormalise, **options
         )
 
     def too_long(self, sentences: Sequence[Sequence[str]]) -> list[int]:

@@ -52,7 +52,7 @@ from torch import Tensor, nn
 
 from syntaxlm.data.batching import Batch, RowCorpus
 from syntaxlm.errors import InputFormatError, SyntaxlmError
-from syntaxlm.files import atomic_writer, no_space_reported, read_json, remove_temporary_files
+from syntaxlm.files import NO_SPACE, atomic_writer, no_space_reported, read_json, remove_temporary_files
 from syntaxlm.models import ConfigError, SyntacticLM, construct_model, model_class
 from syntaxlm.models.base import DataProblems, LossOutput
 from syntaxlm.results import result_record, write_result
@@ -88,7 +88,6 @@ RESUMABLE_CHANGES = frozenset(
 )
 # Keys added to recipes after runs were made: a run's config without one had its default.
 ADDED_KEYS = {"data.on_problem": "report", "train.on_nonfinite": "stop", "train.max_skipped_batches": 10}
-NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 
 class TrainingError(SyntaxlmError):

@@ -1,6 +1,6 @@
 """Word lists of the synthetic treebank's grammar: nouns, verbs, adjectives, adverbs, names.
 
-Everything here is data plus English morphology; the grammar that uses it is ``synthetic.py``.
+Everything here is data plus English morphology; the grammar that uses it is ``synthetic/grammar.py``.
 Each open class is a list written roughly from common to rare words; a word's position in its
 list is its *rank*, and the grammar draws words with probability proportional to ``1 / rank**s``
 (``ZIPF_EXPONENT``), so a few words are frequent and most are rare, as in real text.

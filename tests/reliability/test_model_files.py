@@ -145,14 +145,14 @@ def test_a_real_full_disk_during_a_checkpoint_stops_the_run_and_resume_goes_on(
 
 
 def test_the_synthetic_treebank_writer_reports_a_full_disk_as_a_typed_error(tmp_path, monkeypatch):
-    from syntaxlm.data import synthetic
+    from syntaxlm.data.synthetic import treebank
 
     def full(path, trees, **options):
         raise OSError(errno.ENOSPC, "No space left on device")  # a failed write() names no file
 
-    monkeypatch.setattr(synthetic, "write_trees", full)
+    monkeypatch.setattr(treebank, "write_trees", full)
     with pytest.raises(NoSpaceError) as error:
-        synthetic.write_synthetic_treebank(tmp_path / "data", sentences=20)
+        treebank.write_synthetic_treebank(tmp_path / "data", sentences=20)
     assert f"no space left on the device of {tmp_path / 'data'}" in str(error.value)
     assert error.value.errno == errno.ENOSPC
 

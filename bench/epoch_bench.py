@@ -25,10 +25,11 @@ import torch
 import yaml
 
 from syntaxlm.data.synthetic import write_synthetic_treebank
+from syntaxlm.data.treebank import read_treebank_positions
 from syntaxlm.models import model_class, model_config
 from syntaxlm.text.build import build_vocabulary
 from syntaxlm.train.config import TrainConfig
-from syntaxlm.train.trainer import make_optimizer, prepared_corpus, read_treebank_positions
+from syntaxlm.train.trainer import make_optimizer, prepared_corpus
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -45,7 +46,9 @@ def main() -> None:
     args = parser.parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="epoch_bench."))
-    write_synthetic_treebank(folder / "data", sentences=args.sentences, seed=0, lexicon_size=args.lexicon_size)
+    write_synthetic_treebank(
+        folder / "data", sentences=args.sentences, seed=0, lexicon_size=args.lexicon_size
+    )
     train = folder / "data" / "train.trees"
     treebank = read_treebank_positions(train)
     vocab = build_vocabulary(train, folder / "vocab", kind="word", min_freq=2)
@@ -89,7 +92,9 @@ def main() -> None:
                 run["optimiser"].zero_grad(set_to_none=True)
                 run["state"] = None if out.state is None else [m.detach() for m in out.state]
                 if i >= args.warmup:
-                    run["times"].append((time.perf_counter() - start, batch.counts["lm"], batch["inputs"].shape[1]))
+                    run["times"].append(
+                        (time.perf_counter() - start, batch.counts["lm"], batch["inputs"].shape[1])
+                    )
         recipe_length = recipe["segment_length"]
         results = {}
         for length, run in runs.items():

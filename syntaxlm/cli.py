@@ -46,6 +46,13 @@ def _print_json(value) -> None:
     typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
 
 
+def _write_result(out: Path, kind: str, result, inputs=None, options=None) -> None:
+    """Write a result file (``syntaxlm.results``): the result with its inputs and options."""
+    from syntaxlm.results import result_record, write_result
+
+    write_result(out, result_record(kind, result, inputs=inputs, options=options))
+
+
 # -- data ---------------------------------------------------------------------------------------------
 
 
@@ -538,7 +545,9 @@ def inspect_probe(
     seed: Annotated[int, typer.Option(help="Seed of the synthetic set, the balancing and the folds.")] = 0,
     lexicon_size: Annotated[
         int | None,
-        typer.Option(help="Synthetic set: the lexicon size the model was trained with (data synth --lexicon-size)."),
+        typer.Option(
+            help="Synthetic set: the lexicon size the model was trained with (data synth --lexicon-size)."
+        ),
     ] = None,
 ) -> None:
     """Linear probes of a TG's composed subject NP, layer by layer: head-noun number and a 'no'
@@ -546,7 +555,6 @@ def inspect_probe(
     from syntaxlm.eval.probe import composition_probe, probe_table, read_probe_trees, synthetic_probe_trees
     from syntaxlm.models import load_model
     from syntaxlm.report.plots import probe_accuracy_figure, save_figure
-    from syntaxlm.results import result_record, write_result
 
     loaded = load_model(model)
     if trees is None:
@@ -558,8 +566,7 @@ def inspect_probe(
         inputs, source = {"model": model / "config.json", "trees": trees}, trees
     result = composition_probe(loaded, probe_trees, source=source, folds=folds, seed=seed, l2=l2)
     options = {"trees": str(source), "folds": folds, "l2": l2, "seed": seed}
-    record = result_record("composition-probe", result, inputs=inputs, options=options)
-    write_result(out / "probe.json", record)
+    _write_result(out / "probe.json", "composition-probe", result, inputs, options)
     save_figure(probe_accuracy_figure(result), out / "probe.png")
     typer.echo(probe_table(result))
     typer.echo(f"wrote {out / 'probe.json'} and {out / 'probe.png'}")
@@ -571,9 +578,7 @@ def inspect_probe(
 def _emit(kind: str, result, as_json: bool, out: Path | None, text: str, inputs=None, options=None) -> None:
     """Print a result (JSON or text) and, with ``out``, write it as a result file (``syntaxlm.results``)."""
     if out is not None:
-        from syntaxlm.results import result_record, write_result
-
-        write_result(out, result_record(kind, result, inputs=inputs, options=options))
+        _write_result(out, kind, result, inputs, options)
     if as_json:
         _print_json(result)
     else:
@@ -581,6 +586,9 @@ def _emit(kind: str, result, as_json: bool, out: Path | None, text: str, inputs=
 
 
 OutOption = Annotated[Path | None, typer.Option(help="Also write the result JSON to this file.")]
+ModelMethodOption = Annotated[
+    str, typer.Option(help="--model: auto (exact for words-only models, beam for joint ones), beam, exact.")
+]
 
 
 @eval_app.command("sg")
@@ -595,13 +603,10 @@ def eval_sg(
     model: Annotated[
         Path | None, typer.Option(help="Instead: a saved model folder whose surprisals are scored.")
     ] = None,
-    method: Annotated[
-        str,
-        typer.Option(help="--model: auto (exact for words-only models, beam for joint ones), beam, exact."),
-    ] = "auto",
-    action_beam: Annotated[int, typer.Option(help="Beam search: action beam.")] = 100,
-    word_beam: Annotated[int, typer.Option(help="Beam search: word beam.")] = 10,
-    fast_track: Annotated[int, typer.Option(help="Beam search: fast-track states per round.")] = 5,
+    method: ModelMethodOption = "auto",
+    action_beam: ActionBeamOption = 100,
+    word_beam: WordBeamOption = 10,
+    fast_track: FastTrackOption = 5,
     workers: Annotated[
         int,
         typer.Option(
@@ -637,10 +642,8 @@ def eval_sg(
         return
     from syntaxlm.eval.syntaxgym import sg_scores
     from syntaxlm.experiments import beam_options, suite_results
-    from syntaxlm.inference import BeamSettings, Scorer
-    from syntaxlm.models import load_model
 
-    scorer = Scorer(load_model(model), method=method, beam=BeamSettings(action_beam, word_beam, fast_track))
+    scorer = _scorer(model, method, action_beam, word_beam, fast_track)
     options = {"method": scorer.method} | beam_options(scorer)
     inputs = {"model": model / "model.safetensors"}
     results = {}
@@ -650,10 +653,7 @@ def eval_sg(
             _emit("syntaxgym", result, as_json, out, format_suite_result(result), suite_inputs, options)
             return
         if out is not None:
-            from syntaxlm.results import result_record, write_result
-
-            record = result_record("syntaxgym", result, inputs=suite_inputs, options=options)
-            write_result(out / f"{path.stem}.json", record)
+            _write_result(out / f"{path.stem}.json", "syntaxgym", result, suite_inputs, options)
         results[result["suite"]] = result
     accuracy = {name: result["accuracy_pred0"] for name, result in results.items()}
     summary = {"suites": accuracy, "sg_scores": sg_scores(accuracy), **options}
@@ -769,10 +769,7 @@ def eval_blimp(
     model: Annotated[
         Path | None, typer.Option(help="Instead: a saved model folder whose sentence log-probs are compared.")
     ] = None,
-    method: Annotated[
-        str,
-        typer.Option(help="--model: auto (exact for words-only models, beam for joint ones), beam, exact."),
-    ] = "auto",
+    method: ModelMethodOption = "auto",
     paradigms: Annotated[
         list[str] | None, typer.Option("--paradigm", help="Only these paradigms (UIDs); repeatable.")
     ] = None,
@@ -794,14 +791,7 @@ def eval_blimp(
 
     A pair is right when log p(good) > log p(bad), each the whole sentence with its end.
     """
-    from syntaxlm.errors import InputFormatError
-    from syntaxlm.eval.blimp import (
-        blimp_10_percent,
-        first_pairs,
-        read_blimp,
-        read_blimp_logprobs,
-        score_blimp,
-    )
+    from syntaxlm.eval.blimp import blimp_10_percent, first_pairs, read_blimp, read_pair_logprobs, score_blimp
 
     if (logprobs is None) == (model is None):
         raise typer.BadParameter("give one of --logprobs and --model", param_hint="--model")
@@ -816,29 +806,16 @@ def eval_blimp(
         "paradigms": paradigms or "all",
     }
     if model is not None:
-        from syntaxlm.inference import BeamSettings, Scorer, blimp_scorer
-        from syntaxlm.models import load_model
+        from syntaxlm.eval.scorers import blimp_scorer
+        from syntaxlm.experiments import beam_options
 
-        beam = BeamSettings(action_beam, word_beam, fast_track)
-        scorer = Scorer(load_model(model), method=method, beam=beam, batch_size=batch_size)
+        scorer = _scorer(model, method, action_beam, word_beam, fast_track, batch_size=batch_size)
         result = score_blimp(pairs, blimp_scorer(scorer), batch_size=batch_size * 4, progress=True)
-        options["method"] = scorer.method
-        if scorer.method == "beam":
-            options |= {"action_beam": action_beam, "word_beam": word_beam, "fast_track": fast_track}
+        options |= {"method": scorer.method} | beam_options(scorer)
         inputs = {"data": data, "model": model / "model.safetensors"}
-        text = result.render(per_paradigm=per_paradigm)
-        _emit("blimp", result.to_json(), as_json, out, text, inputs, options)
-        return
-    scores = read_blimp_logprobs(logprobs)
-    missing = [pair for pair in pairs if (pair.paradigm, pair.pair_id) not in scores]
-    if missing:
-        first = missing[0]
-        raise InputFormatError(
-            f"{len(missing)} pairs have no score, the first {first.paradigm} pair {first.pair_id}",
-            path=logprobs,
-        )
-    result = score_blimp(pairs, logprobs=[scores[pair.paradigm, pair.pair_id] for pair in pairs])
-    inputs = {"logprobs": logprobs, "data": data}
+    else:
+        result = score_blimp(pairs, logprobs=read_pair_logprobs(logprobs, pairs))
+        inputs = {"logprobs": logprobs, "data": data}
     _emit("blimp", result.to_json(), as_json, out, result.render(per_paradigm=per_paradigm), inputs, options)
 
 
@@ -886,27 +863,21 @@ def eval_ppl(
     models the marginalisation method and the direction of its bound go into the result, and for
     every model the context the sequences were read with (--context).
     """
+    from syntaxlm.data.sentences import is_treebank, read_given_trees, read_sentences
     from syntaxlm.eval.perplexity import perplexity
-    from syntaxlm.inference import BeamSettings, Scorer, perplexity_logprobs, read_proposals
+    from syntaxlm.inference import perplexity_logprobs, read_proposals
     from syntaxlm.inference.marginal import document_context
-    from syntaxlm.models import load_model
 
     if context not in ("training", "full"):
         raise typer.BadParameter(f"expected training or full, got {context!r}", param_hint="--context")
-    trees = _given_trees(data, pos_tags) if _is_treebank(data) else None
-    words = [tree.leaves() for tree in trees] if trees is not None else _read_sentences(data)
+    trees = read_given_trees(data, pos_tags=pos_tags) if is_treebank(data) else None
+    words = [tree.leaves() for tree in trees] if trees is not None else read_sentences(data)
     if method == ScoreMethod.gold and trees is None:
         raise typer.BadParameter("--method gold needs a treebank (PTB brackets) as DATA", param_hint="DATA")
     if method == ScoreMethod.proposals and proposals is None:
         raise typer.BadParameter("--method proposals needs --proposals", param_hint="--proposals")
-    scorer = Scorer(
-        load_model(model),
-        method=method.value,
-        beam=BeamSettings(action_beam, word_beam, fast_track),
-        context=context,
-        batch_size=batch_size,
-        progress=progress,
-    )
+    settings = {"context": context, "batch_size": batch_size, "progress": progress}
+    scorer = _scorer(model, method.value, action_beam, word_beam, fast_track, **settings)
     segmented = document_context(scorer.model, "training")["segment_length"] is not None
     if scorer.method == "beam" and context == "training" and segmented:
         typer.echo("note: the beam search reads with full context, not in training segments", err=True)
@@ -915,31 +886,15 @@ def eval_ppl(
         given["trees"] = trees
     elif scorer.method == "proposals":
         given["proposals"] = read_proposals(proposals, n_sentences=len(words), pos_tags=pos_tags)
-    kept = _sentences_to_score(scorer, words, skip_long)
+    kept, kept_words, given = _sentences_to_score(scorer, words, given, skip_long)
     skipped = sorted(set(range(len(words))) - set(kept))
-    words = [words[i] for i in kept]
-    given = {key: [value[i] for i in kept] for key, value in given.items()}
-    logprobs, ends, marginalisation = perplexity_logprobs(scorer, words, **given)
+    logprobs, ends, marginalisation = perplexity_logprobs(scorer, kept_words, **given)
     result = perplexity(logprobs, ends, marginalisation=marginalisation)
     inputs = {"data": data, "model": model / "model.safetensors"}
     options = {"method": scorer.method, "context": marginalisation["context"]}
     if skipped:
         options["skipped_too_long"] = skipped  # sentence indices in DATA
     _emit("perplexity", result.to_json(), as_json, out, result.render(), inputs, options)
-
-
-def _is_treebank(path: Path) -> bool:
-    """Whether a file holds PTB brackets: its first non-blank character is '('."""
-    import contextlib
-
-    from syntaxlm.errors import InputFormatError
-    from syntaxlm.files import read_lines
-
-    with contextlib.closing(read_lines(path, InputFormatError)) as lines:
-        for line in lines:
-            if line.strip():
-                return line.lstrip().startswith("(")
-    return False
 
 
 @eval_app.command("gen")
@@ -977,28 +932,6 @@ def eval_gen(
 # -- scoring, parsing, sampling -------------------------------------------------------------------------
 
 
-def _read_sentences(path: Path) -> list[list[str]]:
-    from syntaxlm.errors import InputFormatError
-    from syntaxlm.files import read_lines
-
-    sentences = []
-    for number, line in enumerate(read_lines(path, InputFormatError), 1):
-        words = line.split()
-        if not words:
-            raise InputFormatError(
-                "empty line", path=path, line=number, expected="a sentence: words separated by spaces"
-            )
-        sentences.append(words)
-    return sentences
-
-
-def _given_trees(path: Path, pos_tags: bool) -> list:
-    from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
-    from syntaxlm.trees.ptb import TreeReader
-
-    return list(TreeReader(path, cleaning=CHOE_CHARNIAK_CLEANING if pos_tags else None, pos_tags=pos_tags))
-
-
 @app.command("score")
 def score_command(
     model: ModelArgument,
@@ -1025,25 +958,20 @@ def score_command(
     skip_long: SkipLongOption = False,
 ) -> None:
     """Per-word surprisal of every sentence of a file under a saved model."""
-    from syntaxlm.inference import BeamSettings, Scorer, read_proposals, scores_record
-    from syntaxlm.models import load_model
+    from syntaxlm.data.sentences import read_given_trees, read_sentences
+    from syntaxlm.inference import read_proposals, scores_record
 
-    words = _read_sentences(sentences)
-    scorer = Scorer(
-        load_model(model),
-        method=method.value,
-        beam=BeamSettings(action_beam, word_beam, fast_track),
-        batch_size=batch_size,
-        progress=progress,
+    words = read_sentences(sentences)
+    scorer = _scorer(
+        model, method.value, action_beam, word_beam, fast_track, batch_size=batch_size, progress=progress
     )
     given = {}
     if trees is not None:
-        given["trees"] = _given_trees(trees, pos_tags)
+        given["trees"] = read_given_trees(trees, pos_tags=pos_tags)
     if proposals is not None:
         given["proposals"] = read_proposals(proposals, n_sentences=len(words), pos_tags=pos_tags)
-    kept = _sentences_to_score(scorer, words, skip_long)
-    given = {key: [value[i] for i in kept] for key, value in given.items()}
-    scores = scorer.score([words[i] for i in kept], **given)
+    kept, kept_words, given = _sentences_to_score(scorer, words, given, skip_long)
+    scores = scorer.score(kept_words, **given)
     records = [scores_record(s, index=i, unit=unit.value, eos=eos) for i, s in zip(kept, scores, strict=True)]
     name = f"surprisal_{unit.value}"
     if format_ == ScoreFormat.jsonl:
@@ -1060,9 +988,22 @@ def score_command(
     _write_lines(lines, out)
 
 
-def _sentences_to_score(scorer, sentences: list[list[str]], skip_long: bool) -> list[int]:
-    """The indices of the sentences to score: all of them (the scorer refuses one too long for the
-    model), or with ``--skip-long`` those that fit, after a warning naming the others."""
+def _scorer(model: Path, method: str, action_beam: int, word_beam: int, fast_track: int, **options):
+    """The ``Scorer`` of a saved model from the scoring options; ``options`` are the Scorer's
+    ``context``, ``batch_size`` and ``progress``."""
+    from syntaxlm.inference import BeamSettings, Scorer
+    from syntaxlm.models import load_model
+
+    loaded = load_model(model)
+    return Scorer(loaded, method=method, beam=BeamSettings(action_beam, word_beam, fast_track), **options)
+
+
+def _sentences_to_score(
+    scorer, sentences: list[list[str]], given: dict[str, list], skip_long: bool
+) -> tuple[list[int], list[list[str]], dict[str, list]]:
+    """The sentences to score, with their indices and what is given for each (``trees``,
+    ``proposals``): all of them (the scorer refuses one too long for the model), or with
+    ``--skip-long`` those that fit, after a warning naming the others."""
     too_long = set(scorer.too_long(sentences)) if skip_long else set()
     if too_long:
         typer.secho(
@@ -1071,7 +1012,8 @@ def _sentences_to_score(scorer, sentences: list[list[str]], skip_long: bool) -> 
             err=True,
             fg=typer.colors.YELLOW,
         )
-    return [i for i in range(len(sentences)) if i not in too_long]
+    kept = [i for i in range(len(sentences)) if i not in too_long]
+    return kept, [sentences[i] for i in kept], {key: [value[i] for i in kept] for key, value in given.items()}
 
 
 def _write_lines(lines: list[str], out: Path | None) -> None:
@@ -1112,11 +1054,12 @@ def parse_command(
     progress: ProgressOption = True,
 ) -> None:
     """Parse sentences with a joint or structure-inducing model: PTB brackets, one tree per line."""
+    from syntaxlm.data.sentences import read_sentences
     from syntaxlm.inference import BeamSettings, parse, read_proposals
     from syntaxlm.models import load_model
     from syntaxlm.trees.ptb import write_trees
 
-    words = _read_sentences(sentences)
+    words = read_sentences(sentences)
     if method == ParseMethod.rerank and proposals is None:
         raise typer.BadParameter("--method rerank needs --proposals", param_hint="--proposals")
     given = (

@@ -52,16 +52,10 @@ from syntaxlm.experiments import (
 )
 from syntaxlm.files import atomic_writer, read_json
 from syntaxlm.inference.beam import BeamSettings
-from syntaxlm.models import ConfigError
+from syntaxlm.models import MODEL_CARDS, ConfigError
 from syntaxlm.results import read_result, result_record, write_result
 
-BASELINE = "txl-terminals"
-MODEL_LABELS = {
-    "txl-terminals": "TXL (terminals)",
-    "txl-trees": "TXL (trees)",
-    "tg": "TG",
-    "plm-mask": "PLM-mask",
-}
+BASELINE = "txl-terminals"  # the curve's reference: every model is compared with it at each size
 PHENOMENA = SYNTHETIC_PHENOMENA
 CHECKPOINT_EVERY = 100  # steps; an interrupted run resumes from its last checkpoint
 DATA_FILE = "curve-data.json"  # OUT/data/: the settings the data was made with
@@ -155,8 +149,8 @@ class CurveSettings:
 
 
 def label(model: str) -> str:
-    """A model's name as the papers write it."""
-    return MODEL_LABELS.get(model, model)
+    """A model's name as the papers write it (its card's ``label``)."""
+    return MODEL_CARDS[model].label if model in MODEL_CARDS else model
 
 
 def run_folder(out: Path, model: str, size: int, seed: int) -> Path:
@@ -232,9 +226,7 @@ def run_config(model: str, size: int, seed: int, data: Mapping[str, Any], settin
         "log_every": max(1, cap // 4 // 40),  # about 40 points on the training-loss curve
     }
     splits = {"train": data["train"][size], "dev": data["dev"], "test": data["test"]}
-    return recipe_on_splits(
-        f"{model}-tiny", splits, train=train, overrides=settings.overrides, seed=seed
-    )
+    return recipe_on_splits(f"{model}-tiny", splits, train=train, overrides=settings.overrides, seed=seed)
 
 
 def is_evaluated(run: Path, suites: Sequence[Path], settings: CurveSettings) -> bool:
@@ -509,7 +501,8 @@ def write_curve_report(out: str | Path) -> tuple[Path, Path]:
             f"**Incomplete:** {len(curve['runs'])} of {planned} runs evaluated (run the command again to "
             "continue); each cell averages the seeds it has: "
             + "; ".join(
-                f"{label(m)} {s:,}: {', '.join(map(str, have[m, s]))}" for m, s in sorted(have, key=lambda k: (k[1], k[0]))
+                f"{label(m)} {s:,}: {', '.join(map(str, have[m, s]))}"
+                for m, s in sorted(have, key=lambda k: (k[1], k[0]))
             )
             + ".",
             "",

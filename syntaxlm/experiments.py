@@ -214,12 +214,14 @@ def train_or_resume(config, out: str | Path, *, progress: bool = True) -> dict[s
     """
     from syntaxlm.files import read_json
     from syntaxlm.train.checkpoint import CHECKPOINT_FILE
+    from syntaxlm.train.config import recorded_config
     from syntaxlm.train.trainer import CONFIG_FILE, RESULT_FILE, train
 
     out = Path(out)
     if (out / RESULT_FILE).is_file():
         saved = read_json(out / CONFIG_FILE, InputFormatError, expected="a run configuration")
-        if saved.get("train_config") != config.to_dict():
+        recorded = saved.get("train_config") if isinstance(saved, dict) else None
+        if not isinstance(recorded, dict) or recorded_config(recorded) != config.to_dict():
             raise ConfigError(
                 f"{out} holds a finished run of another recipe; choose another output folder or remove it"
             )
@@ -296,8 +298,8 @@ def suite_results(
 
 
 def _suite_result(scorer, suite, progress: bool) -> dict:
+    from syntaxlm.eval.scorers import syntaxgym_scorer
     from syntaxlm.eval.syntaxgym import evaluate_suite, suite_region_values
-    from syntaxlm.inference.scorer import syntaxgym_scorer
 
     token_scorer, convention = syntaxgym_scorer(scorer)
     values = suite_region_values(suite, token_scorer, convention, progress=progress)
@@ -345,12 +347,12 @@ def evaluate_model(
 
     Returns the written files by name.
     """
+    from syntaxlm.data.treebank import read_treebank, treebank_kind
     from syntaxlm.eval.parseval import evaluate_parses, with_gold_tags
     from syntaxlm.eval.perplexity import perplexity
     from syntaxlm.eval.uf1 import WORD_TAGS, evaluate_uf1
     from syntaxlm.inference import Scorer, perplexity_logprobs
     from syntaxlm.models import load_model
-    from syntaxlm.train.trainer import read_treebank, treebank_kind
     from syntaxlm.trees.clean import PTB_CLEANING
     from syntaxlm.trees.ptb import TreeReader
 
@@ -531,7 +533,6 @@ def reproduce(
     interrupted), evaluate each run on the recipe's test set and ``suites``, and write
     ``OUT/report.md`` (mean ± std over seeds). Returns the report's path."""
     from syntaxlm.report.report import make_report
-    from syntaxlm.train.trainer import data_paths
 
     recipe = find_recipe(recipe_name)
     out = Path(out)
@@ -541,7 +542,7 @@ def reproduce(
         run = out / f"seed-{seed}"
         echo(f"[{k}/{len(configs)}] seed {seed}: training {config.model.model} in {run}")
         train_or_resume(config, run, progress=True)
-        test = data_paths(config.data, run).get("test")  # a synthetic recipe's lives in the run
+        test = config.data.treebank_paths(run).get("test")  # a synthetic recipe's lives in the run
         echo(f"[{k}/{len(configs)}] seed {seed}: evaluating {run / 'best'}")
         written = evaluate_model(
             run / "best", run / "results", test=test, suites=suites, settings=settings, progress=True

@@ -33,6 +33,7 @@ from typing import Any
 
 from syntaxlm import __version__
 from syntaxlm.errors import InputFormatError
+from syntaxlm.eval.intervals import bootstrap_difference, bootstrap_mean, verdict
 from syntaxlm.experiments import (
     EvalSettings,
     Stages,
@@ -41,42 +42,22 @@ from syntaxlm.experiments import (
     recipe_on_splits,
     train_and_evaluate,
 )
-from syntaxlm.eval.intervals import bootstrap_difference, bootstrap_mean, verdict
 from syntaxlm.files import atomic_writer
 from syntaxlm.inference.beam import BeamSettings
+from syntaxlm.models import ModelCard, model_card, model_class
 from syntaxlm.results import read_result
 
 SPLITS = ("train", "dev", "test")
 
 
-@dataclass(frozen=True)
-class QuickstartModel:
-    """One row of the comparison: the model, its paper, what its training reads besides the words,
-    and the words-only model its paper compares it with (None for a baseline itself)."""
-
-    name: str
-    paper: str
-    trees: str
-    baseline: str | None = None
-
-
-# Each paper's model beside the kind of words-only baseline that paper compares it with: TG with
-# the Transformer-XL over words (Sartran et al. 2022, Table 1), PLM-mask and SCLM with the
-# transformer LM over words of the same architecture (Qian et al. 2021's LM), PRPN, SOM and DMLM
-# with LSTM LMs (Shen et al. 2018's and 2021's perplexity tables, Yang et al. 2022, Table 7).
-TG_PAPER, QIAN_PAPER = "Sartran et al. 2022 (TG)", "Qian et al. 2021 (structural guidance)"
-MODELS = (
-    QuickstartModel("txl-terminals", f"{TG_PAPER}, baseline", "none (words only)"),
-    QuickstartModel("txl-trees", f"{TG_PAPER}, baseline", "constituency (actions)", "txl-terminals"),
-    QuickstartModel("tg", TG_PAPER, "constituency (actions, STACK/COMPOSE)", "txl-terminals"),
-    QuickstartModel("lm", f"{QIAN_PAPER}, baseline", "none (words only)"),
-    QuickstartModel("plm-mask", QIAN_PAPER, "constituency (actions, masked heads)", "lm"),
-    QuickstartModel("sclm-next", QIAN_PAPER, "constituency (scaffold)", "lm"),
-    QuickstartModel("lstm", "Shen et al. 2018 (PRPN), baseline", "none (words only)"),
-    QuickstartModel("prpn", "Shen et al. 2018 (PRPN)", "none (induces trees)", "lstm"),
-    QuickstartModel("esom", "Shen et al. 2021 (SOM)", "constituency (memory decisions)", "lstm"),
-    QuickstartModel("dm-lstm", "Yang et al. 2022 (DMLM)", "dependency (from head rules)", "lstm"),
-)
+# The models trained and compared, by their cards (``syntaxlm.models.ModelCard``: paper, structure,
+# baseline): each paper's model beside the words-only baseline that paper compares it with.
+MODELS = tuple(
+    model_card(name)
+    for name in (
+        "txl-terminals", "txl-trees", "tg", "lm", "plm-mask", "sclm-next", "lstm", "prpn", "esom", "dm-lstm"
+    )
+)  # fmt: skip
 # The suites where the papers find structure-aware models ahead: agreement and NPI licensing.
 AGREEMENT_AND_LICENSING = ("synthetic_number_", "synthetic_reflexive_", "synthetic_npi_")
 
@@ -124,7 +105,9 @@ FAST = Budget(
 
 # Relative cost of each stage for the ETA: seconds per training epoch and seconds of evaluation
 # on 2 CPU cores (FULL budget, 2026-11-26, each model in a process of 1 thread), in units of
-# TXL (terminals)' epoch (6 s: 3,200 sentences, batch 16).
+# TXL (terminals)' epoch (6 s: 3,200 sentences, batch 16). Measurements of this job's budget on one
+# machine, not facts of the models: they stay here, by the quickstart's model names (``curve`` reads
+# them for its own estimate).
 TRAIN_WEIGHT = {
     "txl-terminals": 1.0, "txl-trees": 2.4, "tg": 3.4, "lm": 1.2, "plm-mask": 2.1,
     "sclm-next": 1.0, "lstm": 0.8, "prpn": 3.6, "esom": 6.7, "dm-lstm": 0.9,
@@ -250,8 +233,6 @@ def model_config(name: str, splits: dict[str, Path], budget: Budget, seed: int):
 
 def readable(name: str, data_kinds: set[str]) -> bool:
     """Whether model ``name`` reads the kind of treebank given."""
-    from syntaxlm.models import model_class
-
     return data_kinds <= set(model_class(name).reads)
 
 
@@ -275,7 +256,7 @@ def run_quickstart(
     ``workers``: processes training and evaluating the models side by side (default
     ``cpu_workers()``: one per CPU thread, 1 on a GPU).
     """
-    from syntaxlm.train.trainer import treebank_kind
+    from syntaxlm.data.treebank import treebank_kind
 
     out = Path(out)
     if budget is None:
@@ -392,7 +373,7 @@ def _number(value: float | None, digits: int = 3) -> str:
 
 
 def pattern_statement(numbers: dict[str, dict[str, Any]]) -> str:
-    """Whether each model is ahead of its paper's words-only baseline (``QuickstartModel.baseline``)
+    """Whether each model is ahead of its paper's words-only baseline (``ModelCard.baseline``)
     on the agreement and licensing suites, as the papers report, said plainly either way. Each
     accuracy (the mean over the suites' items, pooled) comes with its 95% bootstrap interval over
     those items; a model is "ahead" or "behind" only when the interval of its difference from the
@@ -468,9 +449,7 @@ def _focus_items(numbers: dict[str, Any]) -> tuple[list[float], list[str]] | Non
     return (outcomes, suites) if outcomes else None
 
 
-def write_report(
-    out: Path, chosen: Sequence[QuickstartModel], summary: dict[str, Any], budget: Budget
-) -> str:
+def write_report(out: Path, chosen: Sequence[ModelCard], summary: dict[str, Any], budget: Budget) -> str:
     """Write ``out/report.md`` and its figures; returns the comparison table (Markdown)."""
     from syntaxlm.report.model_figures import report_model_figures
     from syntaxlm.report.plots import (
@@ -489,12 +468,12 @@ def write_report(
         n = numbers.get(m.name)
         if n is None:
             table.append(
-                f"| {m.name} | {m.paper} | {m.trees} | not run: {summary['skipped'].get(m.name, '')} |||||| "
+                f"| {m.name} | {m.paper} | {m.structure} | not run: {summary['skipped'].get(m.name, '')} |||||| "
             )
             continue
         ppl = f"{_number(n.get('perplexity_per_word'), 2)} ({n.get('perplexity_method', '–')})"
         table.append(
-            f"| {m.name} | {m.paper} | {m.trees} | {n.get('parameters', 0):,} | {ppl} | {_number(n.get('sg_mean'))} "
+            f"| {m.name} | {m.paper} | {m.structure} | {n.get('parameters', 0):,} | {ppl} | {_number(n.get('sg_mean'))} "
             f"| {_number(n.get('agreement_licensing'))} | {_number(n.get('parse_f1'), 1)} | {_number(n.get('uf1'), 1)} |"
         )
     suites = sorted({s for n in numbers.values() for s in n["suites"]})
@@ -522,7 +501,9 @@ def write_report(
         short = {s: s.removeprefix("synthetic_") for s in suites}
         accuracy = {name: {short[s]: v for s, v in values.items()} for name, values in by_suite.items()}
         intervals = {
-            name: {short[s]: bootstrap_mean([v]) for s, v in numbers[name].get("suite_items", {}).items() if v}
+            name: {
+                short[s]: bootstrap_mean([v]) for s, v in numbers[name].get("suite_items", {}).items() if v
+            }
             for name in by_suite
         }
         chance = {
@@ -611,7 +592,11 @@ def _data_line(summary: dict[str, Any], budget: Budget) -> str:
     train = summary["treebank"].get("train", {})
     what = (
         f"the synthetic treebank (seed {summary['seed']}, {budget.sentences} sentences, "
-        + (f"the {budget.lexicon_size} most frequent words of each open class, " if budget.lexicon_size else "")
+        + (
+            f"the {budget.lexicon_size} most frequent words of each open class, "
+            if budget.lexicon_size
+            else ""
+        )
         + f"{budget.items_per_suite} items per suite)"
         if "synthetic" in source
         else f"`{source['treebank']}`"

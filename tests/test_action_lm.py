@@ -234,11 +234,9 @@ def test_word_logprobs_match_the_loss(data, name, vocab):
         assert a.dtype == torch.float64 and torch.allclose(a[:-1], b, atol=1e-5) and (a < 0).all()
     total = sum(float(scores.sum()) for scores in with_eos)
     assert total == pytest.approx(-float(model.loss(whole(model.prepare(trees))).sums["lm"]), rel=1e-5)
-    # A sentence scores the same alone and in a batch, and an empty sentence scores only </s>.
+    # A sentence scores the same alone and in a batch.
     alone = model.word_logprobs(sentences[2:3], eos=True)[0]
     assert torch.allclose(alone, with_eos[2], atol=1e-5)
-    empty = model.word_logprobs([[]], eos=True)[0]
-    assert empty.shape == (1,) and empty[0] < 0
 
 
 @pytest.mark.parametrize("vocab", ["words", "subwords"])

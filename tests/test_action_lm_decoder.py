@@ -1,21 +1,18 @@
 """Incremental decoding of the plain LM, PLM, PLM-mask and SCLM (``ActionLM.decoder``): next-token
 log-probs equal the full forward pass at every position, with hypotheses kept in order or reordered,
 copied and dropped between steps, and with prefixes kept unchanged (``KEEP``) while others grow;
-PLM-mask's per-row head masks equal those of the whole sequence; beam search gives the same
-numbers with kept prefixes as with copied decoders; the action grammar agrees with the
-vocabulary; errors."""
+PLM-mask's per-row head masks equal those of the whole sequence; the action grammar agrees with
+the vocabulary; errors."""
 
 from __future__ import annotations
 
 import itertools
 
-import numpy as np
 import pytest
 import torch
 
 from syntaxlm.data.synthetic import write_synthetic_treebank
 from syntaxlm.errors import ActionSequenceError
-from syntaxlm.inference.beam import BeamSettings, HeldPrefixes, encode_sentence, search_pieces
 from syntaxlm.models import build_model
 from syntaxlm.models.action_lm import ACTION_MODELS, MODELS, ActionLM, ActionLMConfig
 from syntaxlm.models.decoding import KEEP
@@ -318,30 +315,6 @@ def test_padding_slots_are_dropped(data, name):
     check_waits(model, gold, open_start, got)
     assert all(slots <= longest + max(16, longest // 4) + 1 for slots, longest in widths)
     assert any(later[0] < earlier[0] for earlier, later in itertools.pairwise(widths))
-
-
-@pytest.mark.parametrize("vocab", ["words", "subwords"])
-@pytest.mark.parametrize("name", ACTION_MODELS)
-def test_beam_search_keeps_prefixes_with_the_numbers_of_copied_decoders(data, name, vocab):
-    """``HeldPrefixes`` holds an action LM's prefixes in one decoder (``keep``), and the search
-    gives the numbers it gives with decoders copied per cohort of one length (``cohorts``)."""
-    model = make_model(name, data, vocab=vocab)
-    assert HeldPrefixes(model.decoder, 2).mode == "keep"
-    encoded = [encode_sentence(model.vocab, tree.leaves()) for tree in data["short"][:4]]
-    sentences = [e.ids for e in encoded]
-    starts = [e.word_starts for e in encoded]
-    settings = BeamSettings(20, 5, 2, max_open=6, max_openers=3)
-    found = {
-        mode: search_pieces(
-            model.action_grammar(), model.decoder, sentences, settings, word_starts=starts, mode=mode
-        )
-        for mode in ("keep", "cohorts")
-    }
-    for kept, copied in zip(found["keep"], found["cohorts"], strict=True):
-        np.testing.assert_allclose(kept.prefix_logprobs, copied.prefix_logprobs, rtol=0, atol=1e-4)
-        assert kept.logprob == pytest.approx(copied.logprob, abs=1e-4)
-        assert kept.best == copied.best
-        assert kept.rounds == copied.rounds
 
 
 # --- the action grammar -----------------------------------------------------------------------

@@ -42,14 +42,14 @@ class ToyDecoder(Decoder):
     """``log p(next | prefix)``: a seeded normal draw per whole prefix, log-softmaxed. Keeps prefixes
     (``supports_keep``) unless told not to; counts its calls; ``forbid`` gets log-prob −inf."""
 
-    def __init__(self, vocab_size: int, seed: int = 0, *, keeps: bool = True, scale: float = 2.0, forbid=()):
-        self.vocab_size, self.seed, self.scale = vocab_size, seed, scale
+    def __init__(self, model: ToyModel, *, keeps: bool = True, scale: float = 2.0, forbid=()):
+        self.model, self.vocab_size, self.seed, self.scale = model, len(model.vocab), model.seed, scale
         self.supports_keep = keeps
         self.forbid = list(forbid)
         self.rows: list[tuple[int, ...]] = []
         self.calls = {"logprobs": 0, "advance": 0}
 
-    def start(self, n: int) -> None:
+    def _start(self, n: int) -> None:
         self.rows = [()] * n
 
     def row_logprobs(self, prefix: tuple[int, ...]) -> torch.Tensor:
@@ -64,7 +64,7 @@ class ToyDecoder(Decoder):
             return torch.zeros(0, self.vocab_size)
         return torch.stack([self.row_logprobs(row) for row in self.rows])
 
-    def advance(self, parents, tokens) -> None:
+    def _advance(self, parents, tokens) -> None:
         self.calls["advance"] += 1
         rows = []
         for parent, token in zip(parents.tolist(), tokens.tolist()):
@@ -80,11 +80,14 @@ class ToyDecoder(Decoder):
         return len(self.rows)
 
 
-class ToyModel:
-    """What inference needs of a model: ``vocab``, ``action_grammar()``, ``decoder()``; labels A, B
-    and the words x, y, z in the given action style."""
+class ToyModel(torch.nn.Module):
+    """What inference needs of a model: a module with ``device``, ``vocab``, ``action_grammar()``,
+    ``decoder()``; labels A, B and the words x, y, z in the given action style."""
+
+    device = torch.device("cpu")
 
     def __init__(self, style: str = "choe-charniak", seed: int = 0, *, keeps: bool = True, **decoder):
+        super().__init__()
         labels = ("A", "B")
         if style == "choe-charniak":
             symbols = [opening_nonterminal(x) for x in labels] + [closing_nonterminal(x) for x in labels]
@@ -108,7 +111,7 @@ class ToyModel:
         return ActionGrammar(len(v), {}, {}, "words", True)
 
     def decoder(self) -> ToyDecoder:
-        decoder = ToyDecoder(len(self.vocab), self.seed, keeps=self.keeps, **self.options)
+        decoder = ToyDecoder(self, keeps=self.keeps, **self.options)
         self.decoders.append(decoder)
         return decoder
 
@@ -256,20 +259,6 @@ def test_sentences_of_a_batch_are_searched_independently_with_one_call_per_round
         assert alone.best == joint.best
 
 
-@pytest.mark.parametrize("mode", ["cohorts", "replay"])
-def test_decoders_without_keep_give_the_same_search(mode):
-    for style in ("choe-charniak", "rnng"):
-        model = ToyModel(style, seed=7, keeps=False)
-        sentences = [model.ids(s) for s in (["x", "y", "z"], ["y", "x"])]
-        settings = BeamSettings(10, 3, 2, max_open=3, max_openers=2)
-        keeping = ToyModel(style, seed=7)
-        expected = search_pieces(keeping.action_grammar(), keeping.decoder, sentences, settings)
-        found = search_pieces(model.action_grammar(), model.decoder, sentences, settings, mode=mode)
-        for a, b in zip(expected, found):
-            np.testing.assert_allclose(a.prefix_logprobs, b.prefix_logprobs, atol=1e-9)
-            assert a.best == b.best and a.logprob == pytest.approx(b.logprob, abs=1e-9)
-
-
 # --- every held prefix is valid (property test) --------------------------------------------------------
 
 
@@ -277,13 +266,13 @@ class CheckingDecoder(ToyDecoder):
     """Fails on any prefix that is not the start of a well-formed tree of ``words``."""
 
     def __init__(self, model: ToyModel, words, starts, **options):
-        super().__init__(len(model.vocab), model.seed, **options)
-        self.model, self.words, self.starts = model, list(words), list(starts)
+        super().__init__(model, **options)
+        self.words, self.starts = list(words), list(starts)
         grammar = model.action_grammar()
         self.opens, self.closes = grammar.open_label, grammar.close_label
 
-    def advance(self, parents, tokens) -> None:
-        super().advance(parents, tokens)
+    def _advance(self, parents, tokens) -> None:
+        super()._advance(parents, tokens)
         for row in set(self.rows):
             self.check(row)
 
@@ -320,16 +309,15 @@ class CheckingDecoder(ToyDecoder):
     starts=st.lists(st.booleans(), min_size=5, max_size=5),
     beams=st.tuples(st.integers(1, 30), st.integers(1, 6), st.integers(0, 4)),
     bounds=st.tuples(st.integers(1, 4), st.integers(1, 3)),
-    keeps=st.booleans(),
 )
-def test_the_search_only_ever_holds_valid_prefixes(style, seed, words, starts, beams, bounds, keeps):
+def test_the_search_only_ever_holds_valid_prefixes(style, seed, words, starts, beams, bounds):
     model = ToyModel(style, seed=seed)
     pieces = model.ids(words)
     starts = [True] + starts[1 : len(words)]  # which pieces begin a word
     settings = BeamSettings(*beams, max_open=bounds[0], max_openers=bounds[1])
 
     def make():
-        return CheckingDecoder(model, pieces, starts, keeps=keeps)
+        return CheckingDecoder(model, pieces, starts)
 
     found = search_pieces(model.action_grammar(), make, [pieces], settings, word_starts=[starts])[0]
     assert found.forced_pieces == 0 and np.isfinite(found.logprob)
@@ -365,8 +353,10 @@ def test_a_piece_no_state_can_generate_is_forced_and_reported():
     assert found.prefix_logprobs[1] - found.prefix_logprobs[0] <= -1000 + 1e-6
 
 
-def test_words_only_models_are_scored_exactly_with_one_hypothesis():
-    model = ToyModel("words", seed=4)
+@pytest.mark.parametrize("keeps", [True, False])
+def test_words_only_models_are_scored_exactly_with_one_hypothesis(keeps):
+    """One hypothesis per sentence never waits: any decoder serves, with ``KEEP`` or without."""
+    model = ToyModel("words", seed=4, keeps=keeps)
     pieces = model.ids(["z", "y", "x"])
     found = search_pieces(model.action_grammar(), model.decoder, [pieces], BeamSettings(1, 1, 0))[0]
     decoder = model.decoder()
@@ -387,6 +377,9 @@ def test_bad_input():
         search_pieces(model.action_grammar(), model.decoder, [[model.vocab.index("(A")]])
     with pytest.raises(ValueError, match="action_beam"):
         BeamSettings(0)
+    without_keep = ToyModel(keeps=False)
+    with pytest.raises(ValueError, match="supports_keep"):
+        search_pieces(without_keep.action_grammar(), without_keep.decoder, [without_keep.ids(["x"])])
 
 
 # --- tiny real models -----------------------------------------------------------------------------------

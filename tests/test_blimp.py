@@ -13,6 +13,7 @@ from syntaxlm.eval.blimp import (
     blimp_10_percent,
     read_blimp,
     read_blimp_logprobs,
+    read_pair_logprobs,
     read_paradigm,
     score_blimp,
 )
@@ -222,6 +223,33 @@ def test_blimp_logprobs_are_read_by_uid_and_pair_id(tmp_path):
         '{"UID": "a", "pairID": 8, "good": "-3", "bad": -4}\n'
     )
     assert read_blimp_logprobs(path) == {("a", 7): (-1.0, -2.5), ("a", 8): (-3.0, -4.0)}
+
+
+def _pair(pair_id: int) -> MinimalPair:
+    return MinimalPair("a", pair_id, "Cats sleep.", "Cats sleeps.", "subject_verb_agreement", "morphology")
+
+
+def test_pair_logprobs_come_in_the_order_of_the_pairs(tmp_path):
+    path = tmp_path / "scores.jsonl"
+    path.write_text(
+        '{"UID": "a", "pairID": 7, "good": -1, "bad": -2.5}\n'
+        '{"UID": "a", "pairID": 8, "good": -3, "bad": -4}\n'
+        '{"UID": "b", "pairID": 0, "good": -5, "bad": -6}\n'
+    )
+    assert read_pair_logprobs(path, [_pair(8), _pair(7)]) == [(-3.0, -4.0), (-1.0, -2.5)]
+
+
+def test_pairs_without_a_score_line_are_an_error_naming_the_file_and_the_first(tmp_path):
+    path = tmp_path / "scores.jsonl"
+    path.write_text('{"UID": "a", "pairID": 7, "good": -1, "bad": -2.5}\n')
+    with pytest.raises(InputFormatError) as caught:
+        read_pair_logprobs(path, [_pair(7), _pair(9), _pair(3)])
+    assert caught.value.path == str(path)
+    assert str(caught.value) == f"{path}: 2 pairs have no score, the first a pair 9"
+    path.write_text('{"UID": "a", "pairID": 7, "good": -1}\n')
+    with pytest.raises(InputFormatError) as caught:
+        read_pair_logprobs(path, [_pair(7)])
+    assert (caught.value.path, caught.value.line) == (str(path), 1)
 
 
 FIRST_SCORE = b'{"UID": "a", "pairID": 1, "good": -1, "bad": -2}\n'

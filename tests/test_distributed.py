@@ -15,8 +15,8 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
+from syntaxlm.data.treebank import read_treebank
 from syntaxlm.train import train
-from syntaxlm.train.trainer import read_treebank
 from tests import test_trainer
 from tests.test_trainer import tiny_config
 
@@ -101,7 +101,9 @@ def test_several_processes_match_one_process_with_the_same_global_batch(
         # on an AVX-512 machine); the tensor as a whole moves by ~1e-7 of its norm.
         difference = torch.linalg.vector_norm(ranks[0][name].float() - value.float())
         scale = torch.linalg.vector_norm(value.float()).clamp_min(1e-12)
-        assert float(difference / scale) < 1e-5, f"{name}: relative difference {float(difference / scale):.2e}"
+        assert float(difference / scale) < 1e-5, (
+            f"{name}: relative difference {float(difference / scale):.2e}"
+        )
     for column in ("train_loss", "valid_loss"):
         assert _losses(run, column) == pytest.approx(_losses(tmp_path / "single", column), rel=1e-5)
     saved = load_file(str(run / "last" / "model.safetensors"))  # written by the first process only

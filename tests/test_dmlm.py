@@ -29,6 +29,7 @@ from syntaxlm.models.dmlm import (
     piece_heads,
 )
 from syntaxlm.models.lstm_lm import LSTMLM
+from syntaxlm.models.scoring import word_pieces
 from syntaxlm.text.base import BOS_ID, EOS_ID
 from syntaxlm.text.build import build_vocabulary
 from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
@@ -183,7 +184,7 @@ def test_dependency_loss_equals_a_brute_force_loop(data, name):
         brute = 0.0
         for tree in trees:
             dep = constituency_to_dependency(tree)
-            ids = model._word_pieces(dep.words)[0].tolist()
+            ids = word_pieces(model.vocab, dep.words)[0].tolist()
             inputs = torch.tensor([[BOS_ID, *ids]])
             logprobs = model.dependency_network(inputs)[0][0].log_softmax(-1)
             tokens = [*ids, EOS_ID]
@@ -245,7 +246,7 @@ def test_word_logprobs_sum_to_the_loss(data, name, vocab):
 def test_decoder_equals_the_full_pass(data, name, vocab):
     model = make(name, data, vocab).eval()
     sentences = [t.leaves() for t in data["train"][:2]]
-    rows = [[BOS_ID, *model._word_pieces(s)[0].tolist(), EOS_ID] for s in sentences]
+    rows = [[BOS_ID, *word_pieces(model.vocab, s)[0].tolist(), EOS_ID] for s in sentences]
     length = min(len(r) for r in rows)
     inputs = torch.tensor([r[:length] for r in rows])
     with torch.no_grad():

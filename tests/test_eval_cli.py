@@ -185,7 +185,12 @@ def test_eval_sg_in_worker_processes_gives_the_results_of_one_process(tmp_path):
     from syntaxlm.text.build import build_vocabulary
 
     write_synthetic_treebank(tmp_path / "data", sentences=200, seed=0)
-    suites = sorted((tmp_path / "data" / "suites").glob("*.json"))[:3]
+    suites = []
+    for path in sorted((tmp_path / "data" / "suites").glob("*.json"))[:3]:  # their first 10 items
+        suite = json.loads(path.read_text())
+        suite["items"] = suite["items"][:10]
+        suites.append(tmp_path / path.name)
+        suites[-1].write_text(json.dumps(suite))
     vocab = build_vocabulary(tmp_path / "data" / "train.trees", tmp_path / "vocab", min_freq=1)
     config = {"model": "tg", "d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 16}
     build_model(config, {"vocab": vocab}).save_pretrained(tmp_path / "model")

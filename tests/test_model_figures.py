@@ -15,7 +15,15 @@ from typer.testing import CliRunner
 
 from syntaxlm.cli import app
 from syntaxlm.inference import BeamSettings, Scorer
-from syntaxlm.models import build_model, load_model, model_class, model_config
+from syntaxlm.models import (
+    DISTANCES,
+    INDUCED_TREE,
+    MODEL_CARDS,
+    build_model,
+    load_model,
+    model_class,
+    model_config,
+)
 from syntaxlm.models.layers.attention import record_attention
 from syntaxlm.report.model_figures import (
     FigureError,
@@ -83,6 +91,21 @@ def is_png(path) -> bool:
 
 def invoke(*args):
     return CliRunner().invoke(app, [str(a) for a in args])
+
+
+# --- the cards ---------------------------------------------------------------------------------------
+
+
+def test_cards_say_what_the_models_do(saved):
+    """A model's card (the registry's facts the figures ask) agrees with the model: joint exactly
+    when its action grammar builds trees, a tree figure exactly when it induces trees."""
+    assert list(MODEL_CARDS) == [card.name for card in MODEL_CARDS.values()]
+    for name in CONFIGS:
+        m = model(saved, name)
+        assert m.card is MODEL_CARDS[name]
+        assert m.joint == (m.action_grammar().style != "words"), name
+        assert bool(m.card.figures & {DISTANCES, INDUCED_TREE}) == m.induces_trees, name
+        assert m.card.baseline is None or not MODEL_CARDS[m.card.baseline].joint, name
 
 
 # --- surprisal -----------------------------------------------------------------------------------------

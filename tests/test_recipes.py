@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from syntaxlm.models import MODEL_NAMES
+from syntaxlm.models import MODEL_NAMES, load_model
 from syntaxlm.train import load_config, train
+from tests.test_trainer import read_log
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -47,3 +48,6 @@ def test_tiny_recipe_trains_below_the_unigram_baseline(name, tmp_path):
         result.best_valid_loss,
         result.unigram_valid_loss,
     )
+    losses = [float(record["valid_loss"]) for record in read_log(tmp_path / name) if record["valid_loss"]]
+    assert len(losses) == 2 and result.best_valid_loss == pytest.approx(min(losses), rel=1e-5), losses
+    assert load_model(tmp_path / name / "best").config == config.model

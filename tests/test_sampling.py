@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from syntaxlm.data.synthetic import write_synthetic_treebank
-from syntaxlm.inference.beam import ActionSpace
+from syntaxlm.inference.grammar import ActionSpace
 from syntaxlm.inference.marginal import sequence_logprobs
 from syntaxlm.inference.sampling import generate
 from syntaxlm.models import build_model

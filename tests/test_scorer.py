@@ -20,17 +20,10 @@ from syntaxlm.data.synthetic import write_synthetic_treebank
 from syntaxlm.errors import SyntaxlmError
 from syntaxlm.eval.blimp import MinimalPair, score_blimp
 from syntaxlm.eval.perplexity import perplexity
+from syntaxlm.eval.scorers import blimp_scorer, ptb_tokens, syntaxgym_scorer
 from syntaxlm.eval.syntaxgym import evaluate_suite, load_suite, suite_region_values
-from syntaxlm.inference import (
-    BeamSettings,
-    Scorer,
-    blimp_scorer,
-    parse,
-    perplexity_logprobs,
-    syntaxgym_scorer,
-    write_jsonl,
-)
-from syntaxlm.inference.scorer import SentenceTooLongError, ptb_tokens, scores_record
+from syntaxlm.inference import BeamSettings, Scorer, parse, perplexity_logprobs, write_jsonl
+from syntaxlm.inference.scorer import SentenceTooLongError, scores_record
 from syntaxlm.models import build_model
 from syntaxlm.text.build import build_vocabulary
 from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
@@ -335,7 +328,9 @@ def test_a_sentence_longer_than_the_models_positions_is_refused_before_any_work(
     [scored] = scorer.score([fits])  # the longest that fits is scored, its end included
     assert len(scored.word_logprobs) == limit and np.isfinite(scored.end_logprob)
     monkeypatch.setattr("syntaxlm.inference.scorer.exact_scores", lambda *a, **k: pytest.fail("scored"))
-    with pytest.raises(SentenceTooLongError, match=rf"sentence 1 has {limit + 1} pieces, more than the {limit}"):
+    with pytest.raises(
+        SentenceTooLongError, match=rf"sentence 1 has {limit + 1} pieces, more than the {limit}"
+    ):
         scorer.score([fits, too_long])
     monkeypatch.setattr("syntaxlm.inference.scorer.beam_search", lambda *a, **k: pytest.fail("searched"))
     with pytest.raises(SentenceTooLongError, match="sentence 0 has .*1 sentence.s. in all"):
@@ -353,7 +348,8 @@ def test_skip_long_leaves_out_what_does_not_fit_and_says_so(tiny, tmp_path):
     assert isinstance(refused.exception, SentenceTooLongError) and "sentence 1 has" in str(refused.exception)
     out = tmp_path / "scores.jsonl"
     scored = CliRunner().invoke(
-        app, ["score", str(lm), str(text), "--no-progress", "--skip-long", "--format", "jsonl", "--out", str(out)]
+        app,
+        ["score", str(lm), str(text), "--no-progress", "--skip-long", "--format", "jsonl", "--out", str(out)],
     )
     assert scored.exit_code == 0, scored.output
     assert "1 sentence(s) longer than the model can score" in scored.output and "left out: 1" in scored.output

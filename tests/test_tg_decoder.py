@@ -278,11 +278,11 @@ def test_an_empty_beam_and_bad_arguments(data):
     decoder = model.decoder()
     assert decoder.size == 0
     decoder.start(3)
-    with pytest.raises(IndexError, match="parents must be in"):
+    with pytest.raises(ValueError, match="parent 3 is not one of the 3 prefixes held"):
         decoder.advance(torch.tensor([0, 3]), torch.tensor([BOS_ID, BOS_ID]))
     with pytest.raises(ValueError, match="of one length"):
         decoder.advance(torch.tensor([0, 1]), torch.tensor([BOS_ID]))
-    with pytest.raises(ValueError, match="tokens must be ids"):
+    with pytest.raises(ValueError, match="outside the vocabulary"):
         decoder.advance(torch.tensor([0]), torch.tensor([len(data["word"])]))
     decoder.advance(torch.tensor([], dtype=torch.long), torch.tensor([], dtype=torch.long))
     assert decoder.size == 0 and decoder.logprobs().shape == (0, len(data["word"]))

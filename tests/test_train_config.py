@@ -9,7 +9,7 @@ import pytest
 
 from syntaxlm.models import MODEL_NAMES, ConfigError
 from syntaxlm.train import RunConfig, load_config, run_config
-from syntaxlm.train.config import apply_overrides
+from syntaxlm.train.config import apply_overrides, recorded_config
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 RECIPES = sorted(CONFIGS.glob("*.yaml"))
@@ -99,6 +99,20 @@ def test_round_trip_through_a_dict(tmp_path):
     assert run_config(config.to_dict()) == config
 
 
+def test_a_run_recorded_before_fields_were_added_or_removed_compares_equal_to_its_recipe():
+    """Runs record their whole config; an LSTM run made when every family had ``n_heads``/``d_ff``
+    and before ``train.on_nonfinite`` existed is the same recipe, so it resumes and is reused."""
+    config = load_config(CONFIGS / "lstm-tiny.yaml")
+    recorded = config.to_dict()
+    recorded["model"].update(n_heads=4, d_ff=256)
+    del recorded["train"]["on_nonfinite"]
+    assert recorded != config.to_dict()
+    assert recorded_config(recorded) == config.to_dict()
+    other = config.to_dict()
+    other["model"]["hidden_size"] += 1
+    assert recorded_config(other) != config.to_dict()
+
+
 @pytest.mark.parametrize(
     "edit, message",
     [
@@ -185,6 +199,17 @@ def test_setting_data_paths_replaces_the_synthetic_treebank(tmp_path):
     document = {"data": {"synthetic": {"sentences": 5}}}
     apply_overrides(document, ["data.train=x"])
     assert document == {"data": {"train": "x"}}
+
+
+def test_treebank_paths_are_the_given_files_or_the_synthetic_ones_in_the_run(tmp_path):
+    synthetic = load_config(write(tmp_path, GOOD)).data
+    assert synthetic.treebank_paths(tmp_path / "run") == {
+        "train": tmp_path / "run" / "data" / "train.trees",
+        "valid": tmp_path / "run" / "data" / "dev.trees",
+        "test": tmp_path / "run" / "data" / "test.trees",
+    }
+    given = load_config(write(tmp_path, GOOD), ["data.train=a.trees", "data.valid=b.trees"]).data
+    assert given.treebank_paths(tmp_path / "run") == {"train": Path("a.trees"), "valid": Path("b.trees")}
 
 
 # --- recipes that once crashed or wrote files before failing ----------------------------------------

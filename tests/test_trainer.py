@@ -25,6 +25,7 @@ from torch import nn
 from typer.testing import CliRunner
 
 from syntaxlm.data.batching import Batch, RowCorpus, pad_rows
+from syntaxlm.data.treebank import read_treebank
 from syntaxlm.models import MODEL_CLASSES
 from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM
 from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID
@@ -40,7 +41,7 @@ from syntaxlm.train import (
     train,
     unigram_loss,
 )
-from syntaxlm.train.trainer import read_treebank, step_objective
+from syntaxlm.train.trainer import step_objective
 
 TINY = "tests.test_trainer:TinyLM"
 
@@ -129,7 +130,10 @@ class TinyLM(SyntacticLM):
         new_state = hidden[:, -1, :] if self.config.streams else None
         return LossOutput(sums, dict(batch.counts), new_state)
 
-    def word_logprobs(self, sentences, **options):
+    def scoring_items(self, sentences, trees):
+        raise NotImplementedError("the trainer tests do not score")
+
+    def target_logprobs(self, items):
         raise NotImplementedError("the trainer tests do not score")
 
     def action_grammar(self):
@@ -523,15 +527,15 @@ SMALL = [
 ]
 
 
-@pytest.mark.parametrize(
-    "name", ["tg", "txl-trees", "txl-terminals", "lm", "plm", "plm-mask", "sclm-past", "sclm-next"]
-)
-def test_the_tiny_recipe_of_every_model_trains(name, tmp_path):
+# Every tiny recipe trains below its unigram baseline in tests/test_recipes.py; here the joint
+# Transformer-XL models train on segments shorter than their sentences, carrying memory across.
+@pytest.mark.parametrize("name", ["tg", "txl-trees"])
+def test_the_segmented_tiny_recipes_train(name, tmp_path):
     from syntaxlm.models import load_model
     from syntaxlm.train import load_config
 
-    extra = ["model.segment_length=32", "model.memory_length=32"] if name in ("tg", "txl-trees") else []
-    config = load_config(RECIPES / f"{name}-tiny.yaml", SMALL + extra)
+    segments = ["model.segment_length=32", "model.memory_length=32"]
+    config = load_config(RECIPES / f"{name}-tiny.yaml", [*SMALL, *segments])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = train(config, tmp_path / "run", progress=False)

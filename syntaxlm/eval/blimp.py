@@ -200,6 +200,21 @@ def read_blimp_logprobs(path: str | Path) -> dict[tuple[str, int], tuple[float, 
     return scores
 
 
+def read_pair_logprobs(path: str | Path, pairs: Sequence[MinimalPair]) -> list[tuple[float, float]]:
+    """The precomputed ``(good, bad)`` log-probs of each pair, in the order of ``pairs``, from a
+    score file (``read_blimp_logprobs``). Raises ``InputFormatError`` naming the file, the number
+    of pairs it has no line for and the first of them; lines for other pairs are ignored."""
+    scores = read_blimp_logprobs(path)
+    missing = [pair for pair in pairs if (pair.paradigm, pair.pair_id) not in scores]
+    if missing:
+        first = missing[0]
+        raise InputFormatError(
+            f"{len(missing)} pairs have no score, the first {first.paradigm} pair {first.pair_id}",
+            path=path,
+        )
+    return [scores[pair.paradigm, pair.pair_id] for pair in pairs]
+
+
 def _uid(value: Any) -> str:
     if not isinstance(value, str):
         raise TypeError(f"UID {reprlib.repr(value)} is not a string")

@@ -2,7 +2,8 @@
 of joint models (word-synchronous beam search, gold and proposal trees, documents), parsing and
 reranking, sampling, and the ``Scorer`` the evaluations and the CLI use. See docs/inference.md."""
 
-from syntaxlm.inference.beam import BeamSettings, InferenceError, SentenceScores, beam_search
+from syntaxlm.inference.beam import BeamSettings, beam_search
+from syntaxlm.inference.grammar import InferenceError
 from syntaxlm.inference.marginal import (
     ProposalError,
     document_perplexity_logprobs,
@@ -14,15 +15,8 @@ from syntaxlm.inference.marginal import (
     rerank,
 )
 from syntaxlm.inference.sampling import generate
-from syntaxlm.inference.scorer import (
-    Scorer,
-    blimp_scorer,
-    parse,
-    perplexity_logprobs,
-    scores_record,
-    syntaxgym_scorer,
-    write_jsonl,
-)
+from syntaxlm.inference.scorer import Scorer, parse, perplexity_logprobs, scores_record, write_jsonl
+from syntaxlm.inference.sentences import SentenceScores
 
 __all__ = [
     "BeamSettings",
@@ -31,7 +25,6 @@ __all__ = [
     "Scorer",
     "SentenceScores",
     "beam_search",
-    "blimp_scorer",
     "document_perplexity_logprobs",
     "document_scores",
     "exact_scores",
@@ -43,6 +36,5 @@ __all__ = [
     "read_proposals",
     "rerank",
     "scores_record",
-    "syntaxgym_scorer",
     "write_jsonl",
 ]

@@ -56,19 +56,11 @@ import torch
 
 from syntaxlm.errors import InputFormatError, TreeError, TreeFormatError
 from syntaxlm.files import read_lines
-from syntaxlm.inference.beam import (
-    ActionSpace,
-    EncodedSentence,
-    InferenceError,
-    Nodes,
-    ParserStates,
-    SentenceScores,
-    encode_sentence,
-    eval_mode,
-    length_batches,
-    logsumexp,
-)
+from syntaxlm.inference.beam import logsumexp
+from syntaxlm.inference.grammar import ActionSpace, InferenceError, Nodes, ParserStates
+from syntaxlm.inference.sentences import EncodedSentence, SentenceScores, encode_sentence, piece_batches
 from syntaxlm.models.decoding import Decoder
+from syntaxlm.models.scoring import evaluating
 from syntaxlm.structure.actions import ActionKind, document_tree, encode_actions, tree_to_actions
 from syntaxlm.structure.tg import tg_sequences
 from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID
@@ -258,8 +250,8 @@ def proposal_scores(
             _check_tree(tree, sentence.words, i, "a proposal tree")
         unique.append(_unique_trees(trees))
     results: list[SentenceScores | None] = [None] * len(encoded)
-    batches = length_batches([len(e.ids) for e in encoded], batch_size)
-    with eval_mode(model):
+    batches = piece_batches(encoded, batch_size)
+    with evaluating(model):
         for batch in tqdm(batches, desc="proposals", unit="batch", disable=not progress):
             sequences = {i: [_sequence(space, model.vocab, tree, i) for tree in unique[i]] for i in batch}
             # Read as trained, a sentence longer than a segment goes through the model's segmented
@@ -361,8 +353,8 @@ def exact_scores(
         )
     encoded = [encode_sentence(model.vocab, words, i) for i, words in enumerate(sentences)]
     results: list[SentenceScores | None] = [None] * len(encoded)
-    batches = length_batches([len(e.ids) for e in encoded], batch_size)
-    with eval_mode(model):
+    batches = piece_batches(encoded, batch_size)
+    with evaluating(model):
         for batch in tqdm(batches, desc="exact", unit="batch", disable=not progress):
             values = {
                 i: _training_pass_word_logprobs(model, encoded[i])
@@ -428,7 +420,7 @@ def document_scores(
     opener = space.open_ids[space.open_labels == index][:1]
     closer = np.array([space.typed_close[index] if space.typed_close[index] >= 0 else space.reduce_id])
     results = []
-    with eval_mode(model):
+    with evaluating(model):
         for d, (document, sets) in enumerate(
             tqdm(list(zip(documents, proposals)), desc="documents", disable=not progress)
         ):
@@ -452,9 +444,7 @@ def document_scores(
                 ]
                 if segmented:
                     start = 0 if first else len(opener) + len(context)
-                    values = _segmented_logprobs(
-                        model, chosen, unique, label, sequences, start, renormalise
-                    )
+                    values = _segmented_logprobs(model, chosen, unique, label, sequences, start, renormalise)
                 else:
                     values = sequence_logprobs(
                         model.decoder,
@@ -664,9 +654,9 @@ def read_proposals(
 
 
 __all__ = [
+    "DOCUMENT_CONTEXTS",
     "ProposalError",
     "TreeSequence",
-    "DOCUMENT_CONTEXTS",
     "document_context",
     "document_perplexity_logprobs",
     "document_scores",

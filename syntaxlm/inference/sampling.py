@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from syntaxlm.inference.beam import (
+from syntaxlm.inference.grammar import (
     CLOSE,
     END,
     OPEN,
@@ -32,10 +32,10 @@ from syntaxlm.inference.beam import (
     InferenceError,
     Nodes,
     ParserStates,
-    build_tree,
-    eval_mode,
 )
+from syntaxlm.inference.sentences import build_tree
 from syntaxlm.models.base import Sample
+from syntaxlm.models.scoring import evaluating
 from syntaxlm.text.base import EOS_ID
 
 
@@ -74,7 +74,7 @@ def generate(
     prefixes = [()] if prompts is None else [_prompt_ids(model, space, p, i) for i, p in enumerate(prompts)]
     generator = torch.Generator().manual_seed(seed)
     samples: list[Sample] = []
-    with eval_mode(model):
+    with evaluating(model):
         for index, prefix in enumerate(prefixes):
             for start in range(0, n, batch_size):
                 count = min(batch_size, n - start)

@@ -33,34 +33,25 @@ actions that close the tree), so that the entries sum to the probability of the 
 complete one. ``sequence_score`` includes it unless told not to. Sentences are sequences of words
 (``line.split()``); they are scored in batches of similar length, with a tqdm bar if asked.
 
-The adapters plug a scorer into the evaluations, which never see a model class:
-``syntaxgym_scorer`` (``eval.syntaxgym.suite_region_values``), ``blimp_scorer``
-(``eval.blimp.score_blimp``) and ``perplexity_logprobs`` (``eval.perplexity.perplexity``).
+``perplexity_logprobs`` gives a scorer's numbers as the arguments of ``eval.perplexity.perplexity``;
+``eval.scorers`` makes a scorer into the scoring callables of SyntaxGym and BLiMP.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 import reprlib
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from syntaxlm.files import atomic_writer
-from syntaxlm.inference.beam import (
-    PAPER_BEAM,
-    ActionSpace,
-    BeamSettings,
-    InferenceError,
-    SentenceScores,
-    beam_search,
-    encode_sentence,
-)
+from syntaxlm.inference.beam import PAPER_BEAM, BeamSettings, beam_search
+from syntaxlm.inference.grammar import ActionSpace, InferenceError
 from syntaxlm.inference.marginal import (
     DOCUMENT_CONTEXTS,
     document_context,
@@ -69,6 +60,7 @@ from syntaxlm.inference.marginal import (
     proposal_scores,
     rerank,
 )
+from syntaxlm.inference.sentences import SentenceScores, encode_sentence
 from syntaxlm.trees.tree import Tree
 
 METHODS = ("auto", "exact", "gold", "beam", "proposals")
@@ -383,66 +375,7 @@ def parse(
     return trees
 
 
-# --- adapters for the evaluations -----------------------------------------------------------------------
-
-
-def syntaxgym_scorer(scorer: Scorer, *, eos: bool = False):
-    """A ``TokenScorer`` for ``eval.syntaxgym.suite_region_values`` and its ``TokenizerConvention``.
-
-    Suite sentences are space-separated words; each word is one token whose log-probability sums
-    its pieces, so tokens match the region text exactly. ``eos=True`` adds ``</s>`` as a suffix
-    token (the end of the sentence, in the last region).
-    """
-    from syntaxlm.eval.syntaxgym import ScoredTokens, TokenizerConvention
-
-    def score(sentences: Sequence[str]) -> list[ScoredTokens]:
-        results = scorer.score([sentence.split() for sentence in sentences])
-        out = []
-        for s in results:
-            tokens, values = list(s.words), list(s.word_logprobs)
-            if eos:
-                tokens.append(END)
-                values.append(s.end_logprob)
-            out.append(ScoredTokens(tokens=tokens, logprobs=values))
-        return out
-
-    convention = TokenizerConvention(suffix_tokens=frozenset({END}) if eos else frozenset())
-    return score, convention
-
-
-_CLITIC = re.compile(r"(?i)^(.+?)(n't|'s|'re|'ve|'ll|'d|'m)$")
-_EDGE_PUNCTUATION = ".,!?;:\"'()"
-
-
-def ptb_tokens(text: str) -> list[str]:
-    """A sentence split roughly as the Penn Treebank does: punctuation off the edges of words
-    and clitics off their hosts (``don't`` → ``do n't``, ``cat's`` → ``cat 's``)."""
-    tokens: list[str] = []
-    for chunk in text.split():
-        before: list[str] = []
-        after: list[str] = []
-        while chunk and chunk[0] in _EDGE_PUNCTUATION:
-            before.append(chunk[0])
-            chunk = chunk[1:]
-        while chunk and chunk[-1] in _EDGE_PUNCTUATION:
-            after.append(chunk[-1])
-            chunk = chunk[:-1]
-        middle = [chunk] if chunk else []
-        match = _CLITIC.match(chunk) if chunk else None
-        if match:
-            middle = [match.group(1), match.group(2)]
-        tokens.extend([*before, *middle, *reversed(after)])
-    return tokens
-
-
-def blimp_scorer(scorer: Scorer, *, tokenize: Callable[[str], list[str]] = ptb_tokens):
-    """A ``SentenceScorer`` for ``eval.blimp.score_blimp``: each sentence's full log-probability
-    (its words and the end), after ``tokenize`` (PTB-like splitting by default)."""
-
-    def score(sentences: Sequence[str]) -> list[float]:
-        return scorer.sequence_score([tokenize(s) for s in sentences], reduction="sum", eos=True)
-
-    return score
+# --- perplexity ----------------------------------------------------------------------------------------
 
 
 def perplexity_logprobs(

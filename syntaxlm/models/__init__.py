@@ -3,6 +3,14 @@
 ``build_model(config_dict, vocabularies)`` makes a fresh model; ``load_model(folder)`` reads one
 written by ``save_pretrained``. Model modules are imported on first use.
 
+Every name has a ``ModelCard`` (``model_card(name)``, ``model.card``): what the model is called in
+tables, its paper, the syntax its training reads, the words-only baseline its paper compares it
+with, whether it is a joint model of words and trees, and which figures of ``report.model_figures``
+it can draw. One class serves several names (``TransformerGrammar``: tg, txl-trees, txl-terminals;
+``ActionLM``: lm, plm, plm-mask, sclm-*), and these facts differ between them, so they are kept per
+name here, beside the class that builds the name; the report and the quickstart ask the card, never
+a list of names of their own.
+
 Both build through ``construct_model``, which counts the values the model's tensors take as they are
 made and refuses, before allocating it, the tensor that would take a model beyond
 ``SYNTAXLM_MAX_PARAMETERS`` (default 2,000,000,000): a hostile or mistyped ``config.json``
@@ -16,6 +24,7 @@ import importlib
 import math
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,25 +42,88 @@ from syntaxlm.models.base import (
     read_model_config,
     read_weights_file,
 )
+from syntaxlm.structure.plm_mask import BUFFER_HEAD, STACK_HEAD
 
-# model name -> "module:Class"
-MODEL_CLASSES = {
-    "tg": "syntaxlm.models.transformer_grammar:TransformerGrammar",
-    "txl-trees": "syntaxlm.models.transformer_grammar:TransformerGrammar",
-    "txl-terminals": "syntaxlm.models.transformer_grammar:TransformerGrammar",
-    "lm": "syntaxlm.models.action_lm:ActionLM",
-    "plm": "syntaxlm.models.action_lm:ActionLM",
-    "plm-mask": "syntaxlm.models.action_lm:ActionLM",
-    "sclm-past": "syntaxlm.models.action_lm:ActionLM",
-    "sclm-next": "syntaxlm.models.action_lm:ActionLM",
-    "esom": "syntaxlm.models.som:SyntacticOrderedMemory",
-    "dsom": "syntaxlm.models.som:SyntacticOrderedMemory",
-    "lstm": "syntaxlm.models.lstm_lm:LSTMLM",
-    "prpn": "syntaxlm.models.prpn:PRPN",
-    "dm-transformer": "syntaxlm.models.dmlm:DMTransformer",
-    "dm-lstm": "syntaxlm.models.dmlm:DMLSTM",
-}
-MODEL_NAMES = tuple(MODEL_CLASSES)
+# The figures of ``report.model_figures`` a model may draw (``ModelCard.figures``).
+STRUCTURE_MASK = "structure_mask"  # the attention mask its structure makes for a tree (TG Fig. 2b)
+ATTENTION = "attention"  # one layer's and head's attention probabilities for one input
+DISTANCES = "distances"  # its syntactic distances and the tree read from them (PRPN Fig. 5)
+INDUCED_TREE = "induced_tree"  # the binary tree it builds over a sentence
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """A registered model (module docstring): ``name``; ``cls``, the class that builds it
+    (``"module:Class"``); ``label``, as the papers write it; ``paper``, where it comes from (and
+    whether as a baseline); ``structure``, the syntax its training reads besides the words;
+    ``baseline``, the words-only model its paper compares it with (``None``: it is one); ``joint``,
+    a model of words and trees ``p(x, y)``, whose ``action_grammar`` has tree-building actions and
+    whose word probabilities marginalise over trees; ``figures``, what ``report.model_figures`` can
+    draw for it; ``head_roles``, the attention heads its structure restricts, by role (PLM-mask's
+    buffer and stack heads)."""
+
+    name: str
+    cls: str
+    label: str
+    paper: str
+    structure: str
+    baseline: str | None = None
+    joint: bool = False
+    figures: frozenset[str] = frozenset()
+    head_roles: dict[int, str] = field(default_factory=dict)
+
+
+TG_CLASS = "syntaxlm.models.transformer_grammar:TransformerGrammar"
+ACTION_LM_CLASS = "syntaxlm.models.action_lm:ActionLM"
+SOM_CLASS = "syntaxlm.models.som:SyntacticOrderedMemory"
+TG_PAPER = "Sartran et al. 2022 (TG)"
+QIAN_PAPER = "Qian et al. 2021 (structural guidance)"
+SOM_PAPER = "Shen et al. 2021 (SOM)"
+WORDS_ONLY = "none (words only)"
+MASK_AND_ATTENTION = frozenset((STRUCTURE_MASK, ATTENTION))  # a mask its structure makes, and attention
+ATTENTION_ONLY = frozenset((ATTENTION,))  # attention under the causal mask: nothing structural to draw
+# Each paper's models beside the words-only baseline it compares them with: TG with the
+# Transformer-XL over words (Sartran et al. 2022, Table 1); PLM, PLM-mask and SCLM with the
+# transformer LM over words of the same architecture (Qian et al. 2021); PRPN and SOM with LSTM LMs
+# (Shen et al. 2018's and 2021's perplexity tables); each DM- model with its base model, an LSTM or
+# a transformer LM (Yang et al. 2022, §3 and Table 7).
+MODEL_CARDS = {
+    card.name: card
+    for card in (
+        ModelCard("tg", TG_CLASS, "TG", TG_PAPER, "constituency (actions, STACK/COMPOSE)",
+                  "txl-terminals", joint=True, figures=MASK_AND_ATTENTION),
+        ModelCard("txl-trees", TG_CLASS, "TXL (trees)", f"{TG_PAPER}, baseline", "constituency (actions)",
+                  "txl-terminals", joint=True, figures=MASK_AND_ATTENTION),
+        ModelCard("txl-terminals", TG_CLASS, "TXL (terminals)", f"{TG_PAPER}, baseline", WORDS_ONLY,
+                  figures=MASK_AND_ATTENTION),
+        ModelCard("lm", ACTION_LM_CLASS, "LM", f"{QIAN_PAPER}, baseline", WORDS_ONLY,
+                  figures=ATTENTION_ONLY),
+        ModelCard("plm", ACTION_LM_CLASS, "PLM", QIAN_PAPER, "constituency (actions)", "lm",
+                  joint=True, figures=ATTENTION_ONLY),
+        ModelCard("plm-mask", ACTION_LM_CLASS, "PLM-mask", QIAN_PAPER, "constituency (actions, masked heads)",
+                  "lm", joint=True, figures=MASK_AND_ATTENTION,
+                  head_roles={BUFFER_HEAD: "buffer", STACK_HEAD: "stack"}),
+        ModelCard("sclm-past", ACTION_LM_CLASS, "SCLM-past", QIAN_PAPER, "constituency (scaffold)", "lm",
+                  figures=ATTENTION_ONLY),
+        ModelCard("sclm-next", ACTION_LM_CLASS, "SCLM-next", QIAN_PAPER, "constituency (scaffold)", "lm",
+                  figures=ATTENTION_ONLY),
+        ModelCard("esom", SOM_CLASS, "eSOM", SOM_PAPER, "constituency (memory decisions)", "lstm",
+                  figures=frozenset((INDUCED_TREE,))),
+        ModelCard("dsom", SOM_CLASS, "dSOM", SOM_PAPER, "dependency (memory decisions)", "lstm",
+                  figures=frozenset((INDUCED_TREE,))),
+        ModelCard("lstm", "syntaxlm.models.lstm_lm:LSTMLM", "LSTM", "Shen et al. 2018 (PRPN), baseline",
+                  WORDS_ONLY),
+        ModelCard("prpn", "syntaxlm.models.prpn:PRPN", "PRPN", "Shen et al. 2018 (PRPN)",
+                  "none (induces trees)", "lstm", figures=frozenset((DISTANCES,))),
+        ModelCard("dm-transformer", "syntaxlm.models.dmlm:DMTransformer", "DM-Transformer",
+                  "Yang et al. 2022 (DMLM)", "dependency (from head rules)", "lm"),
+        ModelCard("dm-lstm", "syntaxlm.models.dmlm:DMLSTM", "DM-LSTM", "Yang et al. 2022 (DMLM)",
+                  "dependency (from head rules)", "lstm"),
+    )
+}  # fmt: skip
+# model name -> "module:Class" (tests register their own small models here)
+MODEL_CLASSES = {name: card.cls for name, card in MODEL_CARDS.items()}
+MODEL_NAMES = tuple(MODEL_CARDS)
 MAX_PARAMETERS_ENV = "SYNTAXLM_MAX_PARAMETERS"
 DEFAULT_MAX_PARAMETERS = 2_000_000_000  # 8 GB of float32 weights; the papers' largest models are far below
 REPEATED_FIELDS = ("n_layers", "residual_blocks")  # config fields that repeat one module
@@ -63,6 +135,18 @@ def model_class(name: str) -> type[SyntacticLM]:
         raise ConfigError(f"unknown model {name!r}; expected one of {', '.join(MODEL_NAMES)}")
     module, cls = MODEL_CLASSES[name].split(":")
     return getattr(importlib.import_module(module), cls)
+
+
+def model_card(name: str) -> ModelCard:
+    """The card of the registered model ``name`` (``ConfigError`` for an unknown name)."""
+    if name not in MODEL_CARDS:
+        raise ConfigError(f"unknown model {name!r}; expected one of {', '.join(MODEL_NAMES)}")
+    return MODEL_CARDS[name]
+
+
+def model_names_with(figure: str) -> list[str]:
+    """The registered models that can draw ``figure`` (one of ``ModelCard.figures``), in order."""
+    return [name for name, card in MODEL_CARDS.items() if figure in card.figures]
 
 
 def model_config(values: dict[str, Any], *, where: str = "model") -> ModelConfig:
@@ -133,7 +217,16 @@ class _AllocationLimit(TorchFunctionMode):
     are not counted; models make their tensors with factories.)"""
 
     FACTORIES = frozenset(
-        (torch.empty, torch.zeros, torch.ones, torch.full, torch.rand, torch.randn, torch.randint, torch.arange)
+        (
+            torch.empty,
+            torch.zeros,
+            torch.ones,
+            torch.full,
+            torch.rand,
+            torch.randn,
+            torch.randint,
+            torch.arange,
+        )
     )
 
     def __init__(self, limit: int, refuse: Callable[[int], None]):
@@ -206,17 +299,25 @@ def load_model(folder: str | Path, *, map_location: str = "cpu") -> SyntacticLM:
 
 
 __all__ = [
+    "ATTENTION",
+    "DISTANCES",
+    "INDUCED_TREE",
+    "MAX_PARAMETERS_ENV",
+    "MODEL_CARDS",
     "MODEL_CLASSES",
     "MODEL_NAMES",
-    "MAX_PARAMETERS_ENV",
-    "ModelTooLargeError",
+    "STRUCTURE_MASK",
     "ConfigError",
+    "ModelCard",
     "ModelConfig",
     "ModelFileError",
+    "ModelTooLargeError",
     "SyntacticLM",
     "build_model",
     "construct_model",
     "load_model",
+    "model_card",
     "model_class",
     "model_config",
+    "model_names_with",
 ]

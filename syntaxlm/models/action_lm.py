@@ -37,8 +37,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -50,20 +49,42 @@ from torch import Tensor, nn
 
 from syntaxlm.data.batching import Batch, RowCorpus, pad_rows
 from syntaxlm.errors import ActionSequenceError, TreeError
-from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM, missing_symbols
-from syntaxlm.models.decoding import KEEP, ActionGrammar, Decoder, moving_first, symbol_ids
+from syntaxlm.models.base import (
+    AttentionMap,
+    ConfigError,
+    LossOutput,
+    ModelConfig,
+    SyntacticLM,
+    TransformerConfig,
+    missing_symbols,
+)
+from syntaxlm.models.decoding import KEEP, ActionGrammar, Decoder, moving_first, symbol_ids, words_grammar
+from syntaxlm.models.layers.attention import record_attention
 from syntaxlm.models.layers.transformer import KeyValueCache, TransformerStack, live_first_order
+from syntaxlm.models.scoring import (
+    ScoringItem,
+    evaluating,
+    padded,
+    reject_trees,
+    sentence_item,
+    word_pieces,
+)
 from syntaxlm.structure.actions import (
     ActionKind,
     Actions,
-    atomic_words_as_unk,
     encode_actions,
     read_actions,
     tree_to_actions,
 )
-from syntaxlm.structure.plm_mask import NOT_AN_ACTION, attention_head_masks, open_constituent_starts
+from syntaxlm.structure.plm_mask import (
+    NOT_AN_ACTION,
+    PlmMaskInput,
+    attention_head_masks,
+    open_constituent_starts,
+    plm_mask_input,
+)
 from syntaxlm.structure.sclm import ActionNgramVocab, scaffold_labels
-from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID, reject_string_sentence
+from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID
 from syntaxlm.text.symbols import REDUCE
 from syntaxlm.trees.tree import Tree
 
@@ -78,7 +99,7 @@ class SkippedTreesWarning(UserWarning):
 
 
 @dataclass
-class ActionLMConfig(ModelConfig):
+class ActionLMConfig(TransformerConfig):
     """``model`` is one of ``MODELS``; the other fields are those of a GPT-2-style transformer,
     plus ``scaffold_weight`` (SCLM's α) and ``max_actions`` (training trees with more RNNG
     actions are skipped)."""
@@ -302,7 +323,7 @@ class ActionLM(SyntacticLM):
             )
             ids = scaffold.ids
             return {"inputs": ids, "labels": np.append(ids[1:], EOS_ID), "scaffold": scaffold.labels + 1}
-        ids, _ = self._word_pieces(actions.words)
+        ids, _ = word_pieces(self.vocab, actions.words)
         return {"inputs": np.concatenate(([BOS_ID], ids)), "labels": np.append(ids, EOS_ID)}
 
     def loss(self, batch: Batch, state: Any = None) -> LossOutput:
@@ -324,71 +345,32 @@ class ActionLM(SyntacticLM):
 
     # --- scoring ------------------------------------------------------------------------------
 
-    def word_logprobs(
-        self,
-        sentences: Sequence[Sequence[str]],
-        *,
-        trees: Sequence[Tree] | None = None,
-        eos: bool = False,
-        batch_size: int = 16,
-    ) -> list[Tensor]:
-        """Natural-log ``p(word | prefix)`` of every word (its pieces summed), one float64 tensor per sentence.
-
-        ``lm`` and SCLM: exact word probabilities (SCLM from its LM head). With ``eos=True`` each
-        tensor has one more entry, ``log p(</s> | sentence)``, so that it sums to ``log p(x)``.
-
-        ``plm`` and ``plm-mask`` model the joint ``p(x, y)`` and need ``trees=`` (one per sentence,
-        whose leaves are the sentence): a word's entry is the log-prob of the structure actions
-        since the previous word plus that of its pieces, and the ``eos`` entry that of the actions
-        after the last word (the closing ``REDUCE``s), so that with ``eos=True`` the entries sum
-        to ``log p(x, y)``. Marginalising over trees is the inference layer's work.
-        """
-        if isinstance(sentences, str):
-            raise TypeError("sentences must be a sequence of sentences, each a sequence of words")
-        sentences = list(sentences)
-        for index, sentence in enumerate(sentences):
-            reject_string_sentence(sentence, index)
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        if self.reads_actions:
-            if trees is None:
-                raise ValueError(
-                    f"{self.config.model} is a joint model of words and trees: give trees= (one per "
-                    "sentence) to score words under a tree; marginalising over trees belongs to syntaxlm.inference"
-                )
+    def scoring_items(self, sentences: list[list[str]], trees: Sequence[Tree] | None) -> list[ScoringItem]:
+        """``lm`` and SCLM: ``<s>`` + pieces → pieces + ``</s>`` (SCLM scored by its LM head alone).
+        ``plm`` and ``plm-mask`` model the joint ``p(x, y)``: ``<s>`` + the actions under ``trees=``
+        (one per sentence, whose leaves are the sentence); a structure action counts toward the next
+        word, the closing ``REDUCE``s after the last word toward the end entry."""
+        if not self.reads_actions:
+            reject_trees(self.config.model, trees)
+            items = [sentence_item(*word_pieces(self.vocab, words), len(words)) for words in sentences]
+        elif trees is None:
+            raise ValueError(
+                f"{self.config.model} is a joint model of words and trees: give trees= (one per "
+                "sentence) to score words under a tree; marginalising over trees belongs to syntaxlm.inference"
+            )
+        else:
             trees = list(trees)
             if len(trees) != len(sentences):
                 raise ValueError(f"got {len(trees)} trees for {len(sentences)} sentences")
-            items = [
-                self._joint_item(i, sentence, tree)
-                for i, (sentence, tree) in enumerate(zip(sentences, trees))
-            ]
-        else:
-            items = [self._word_item(sentence) for sentence in sentences]
+            items = [self._joint_item(i, *pair) for i, pair in enumerate(zip(sentences, trees))]
         for index, item in enumerate(items):
-            if len(item["inputs"]) > self.config.max_length:
+            if len(item.inputs) > self.config.max_length:
                 raise ValueError(
-                    f"sentence {index}: {len(item['inputs'])} positions exceed max_length {self.config.max_length}"
+                    f"sentence {index}: {len(item.inputs)} positions exceed max_length {self.config.max_length}"
                 )
-        scores = self._target_logprobs(items, batch_size)
-        out = []
-        for sentence, item, logprobs in zip(sentences, items, scores):
-            # Per word; slot len(sentence) takes </s> (or PLM's actions after the last word).
-            words = torch.zeros(len(sentence) + 1, dtype=torch.float64)
-            words.index_add_(0, torch.from_numpy(item["group"]).long(), logprobs.double())
-            out.append(words if eos else words[:-1])
-        return out
+        return items
 
-    def _word_item(self, words: Sequence[str]) -> dict[str, np.ndarray]:
-        """``<s>`` + pieces → pieces + ``</s>``; each target's word, ``</s>`` in slot ``len(words)``."""
-        ids, word_index = self._word_pieces(words)
-        return {
-            "inputs": np.concatenate(([BOS_ID], ids)),
-            "targets": np.append(ids, EOS_ID),
-            "group": np.append(word_index, len(words)),
-        }
-
-    def _joint_item(self, index: int, words: Sequence[str], tree: Tree) -> dict[str, np.ndarray]:
+    def _joint_item(self, index: int, words: Sequence[str], tree: Tree) -> ScoringItem:
         """``<s>`` + actions under ``tree``; a structure action counts toward the next word."""
         if not isinstance(tree, Tree):
             raise TypeError(f"trees[{index}] is {type(tree).__name__}, not a Tree")
@@ -402,34 +384,60 @@ class ActionLM(SyntacticLM):
         word_index = word_index[1:]  # of the targets: every position after <s>
         started = np.cumsum(_first_pieces(word_index))  # words begun up to each action
         group = np.where(word_index >= 0, word_index, started)
-        return {"inputs": ids[:-1], "targets": ids[1:], "group": group, "kinds": kinds[:-1]}
+        return ScoringItem(ids[:-1], ids[1:], group, {"kinds": kinds[:-1]})
 
-    @torch.no_grad()
-    def _target_logprobs(self, items: list[dict[str, np.ndarray]], batch_size: int) -> list[Tensor]:
-        """``log p(targets[t] | inputs[:t + 1])`` of every item, in eval mode, batched by length."""
-        was_training = self.training
-        self.eval()
+    def target_logprobs(self, items: list[ScoringItem]) -> list[Tensor]:
+        """``log p(targets[t] | inputs[:t + 1])``, the output layer run on the real positions only."""
         device = self.token_embedding.weight.device
-        results: list[Tensor] = [torch.zeros(0)] * len(items)
-        order = sorted(range(len(items)), key=lambda i: len(items[i]["inputs"]))
-        try:
-            for start in range(0, len(order), batch_size):
-                chosen = order[start : start + batch_size]
-                inputs = torch.from_numpy(pad_rows([items[i]["inputs"] for i in chosen], PAD_ID)).to(device)
-                targets = torch.from_numpy(pad_rows([items[i]["targets"] for i in chosen], PAD_ID)).to(device)
-                open_start = None
-                if self.config.model == "plm-mask":
-                    open_start = torch.from_numpy(open_starts([items[i]["kinds"] for i in chosen])).to(device)
-                hidden = self(inputs, open_start)
-                lengths = torch.tensor([len(items[i]["inputs"]) for i in chosen], device=device)
-                real = torch.arange(inputs.shape[1], device=device)[None, :] < lengths[:, None]
-                logprobs = self.lm_logits(hidden[real]).float().log_softmax(-1)
-                picked = logprobs.gather(-1, targets[real][:, None])[:, 0].cpu()
-                for i, values in zip(chosen, picked.split(lengths.tolist())):
-                    results[i] = values
-        finally:
-            self.train(was_training)
-        return results
+        inputs = padded([item.inputs for item in items], device)
+        targets = padded([item.targets for item in items], device)
+        open_start = None
+        if self.config.model == "plm-mask":
+            open_start = torch.from_numpy(open_starts([item.extra["kinds"] for item in items])).to(device)
+        hidden = self(inputs, open_start)
+        lengths = torch.tensor([len(item.inputs) for item in items], device=device)
+        real = torch.arange(inputs.shape[1], device=device)[None, :] < lengths[:, None]
+        logprobs = self.lm_logits(hidden[real]).float().log_softmax(-1)
+        return list(logprobs.gather(-1, targets[real][:, None])[:, 0].cpu().split(lengths.tolist()))
+
+    # --- what the figures draw ----------------------------------------------------------------
+
+    def structure_mask(self, tree: Tree) -> PlmMaskInput:
+        """PLM-mask: ``<s>`` + the RNNG actions of ``tree`` with each position's parser state, whose
+        ``head_masks`` restrict the buffer and stack heads; ``ValueError`` beyond ``max_length``."""
+        if self.config.model != "plm-mask":
+            return super().structure_mask(tree)
+        return self._figure_input(tree.leaves(), tree)[1]
+
+    def attention_map(self, layer: int, words: Sequence[str], tree: Tree | None = None) -> AttentionMap:
+        """Layer ``layer``'s attention over ``<s>`` + the word pieces of ``words`` (lm, SCLM) or + the
+        RNNG actions of ``tree`` (PLM, PLM-mask); ``ValueError`` beyond ``max_length``."""
+        ids, read = self._figure_input(words, tree)
+        starts = None
+        if self.config.model == "plm-mask":
+            starts = torch.from_numpy(read.open_start.astype(np.int64))[None].to(self.device)
+        with evaluating(self), record_attention(self) as recorded:
+            self(torch.from_numpy(ids)[None].long().to(self.device), starts)
+        weights = recorded[f"transformer.blocks.{layer}.attention"][0][0]
+        mask = self.attention_mask(len(ids), starts)[0]
+        tokens = [self.vocab.token(int(i)) for i in ids]
+        return AttentionMap(tokens, weights.cpu().numpy(), mask.cpu().numpy())
+
+    def _figure_input(
+        self, words: Sequence[str], tree: Tree | None
+    ) -> tuple[np.ndarray, PlmMaskInput | None]:
+        """The ids the figures read (``<s>`` first) and, for PLM and PLM-mask, ``plm_mask_input``."""
+        read = None
+        if self.reads_actions:
+            read = plm_mask_input(encode_actions(tree_to_actions(tree, "rnng"), self.vocab))
+            ids = read.ids.astype(np.int64)
+        else:
+            ids = np.concatenate(([BOS_ID], word_pieces(self.vocab, words)[0])).astype(np.int64)
+        if len(ids) > self.config.max_length:
+            raise ValueError(
+                f"the input is {len(ids)} positions, more than the model's {self.config.max_length}"
+            )
+        return ids, read
 
     # --- incremental decoding -----------------------------------------------------------------
 
@@ -439,9 +447,7 @@ class ActionLM(SyntacticLM):
         SCLM: words only, ending with ``</s>``."""
         vocab = self.vocab
         if not self.reads_actions:
-            return ActionGrammar(
-                len(vocab), {}, {}, style="words", ends_with_eos=True, symbol_ids=symbol_ids(vocab)
-            )
+            return words_grammar(vocab)
         symbols = read_actions(vocab.symbols, "rnng")
         open_label = {
             vocab.index(token): token[len("NT(") : -len(")")]
@@ -464,12 +470,6 @@ class ActionLM(SyntacticLM):
         return ActionLMDecoder(self)
 
     # --- encoding -----------------------------------------------------------------------------
-
-    def _word_pieces(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Piece ids of ``words`` and the word of each piece; a word spelled like a symbol or a
-        special token (``REDUCE``, ``<s>``) is read as ``<unk>``."""
-        encoding = self.vocab.encode_words(atomic_words_as_unk(words, self.vocab))
-        return np.asarray(encoding.ids, dtype=np.int32), np.asarray(encoding.word_index, dtype=np.int32)
 
     def _action_sequence(self, actions: Actions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``<s>`` + the encoded actions: piece ids, kinds (``NOT_AN_ACTION`` for ``<s>``) and the
@@ -531,9 +531,7 @@ class ActionLMDecoder(Decoder):
     def size(self) -> int:
         return 0 if self._hidden is None else self._hidden.shape[0]
 
-    def start(self, n: int) -> None:
-        if n < 0:
-            raise ValueError(f"the number of prefixes must be at least 0, got {n}")
+    def _start(self, n: int) -> None:
         self.length, self._padded, self._hidden = 1, False, None
         self._cache = self.model.transformer.key_value_cache(n)
         self._row = torch.arange(n, device=self.device)  # where each prefix is held
@@ -554,16 +552,11 @@ class ActionLMDecoder(Decoder):
         with torch.no_grad():
             return self.model.lm_logits(hidden).float()
 
-    def advance(self, parents: Tensor, tokens: Tensor) -> None:
-        parents, tokens = self._checked(parents, tokens)
-        n, vocab_size = self.size, len(self._kind_of_id)
-        if n == 0 and len(parents):
-            raise ValueError(f"parent {int(parents[0])} is not one of the 0 prefixes held")
+    def _advance(self, parents: Tensor, tokens: Tensor) -> None:
+        n = self.size
         kept = tokens == KEEP
-        bad_parent = (parents < 0) | (parents >= n)
-        bad_token = ((tokens < 0) & ~kept) | (tokens >= vocab_size)
-        rows = self._row[parents.clamp(0, max(n - 1, 0))]
-        run_tokens = torch.where(kept | bad_token, PAD_ID, tokens)
+        rows = self._row[parents]
+        run_tokens = torch.where(kept, PAD_ID, tokens)
         length = self._length[rows]
         too_long = ~kept & (length >= self.model.config.max_length)
         nothing_open = torch.zeros_like(kept)
@@ -577,8 +570,6 @@ class ActionLMDecoder(Decoder):
         # One transfer from the device for everything decided on the host.
         flags = torch.stack(
             [
-                bad_parent.any(),
-                bad_token.any(),
                 too_long.any(),
                 nothing_open.any(),
                 same,
@@ -587,21 +578,7 @@ class ActionLMDecoder(Decoder):
                 F.pad(length + ~kept, (0, 1)).amax(),  # ... after this step
             ]
         ).tolist()
-        (
-            any_bad_parent,
-            any_bad_token,
-            any_too_long,
-            any_nothing_open,
-            same,
-            n_kept,
-            longest,
-            longest_after,
-        ) = flags
-        if any_bad_parent:
-            raise ValueError(f"parent {int(parents[bad_parent][0])} is not one of the {n} prefixes held")
-        if any_bad_token:
-            value = int(tokens[bad_token][0])
-            raise ValueError(f"token {value} is outside the vocabulary (0..{vocab_size - 1}, or KEEP)")
+        any_too_long, any_nothing_open, same, n_kept, longest, longest_after = flags
         if any_too_long:
             first = int(too_long.nonzero()[0, 0])
             raise ValueError(
@@ -660,7 +637,7 @@ class ActionLMDecoder(Decoder):
         moving = slice(0, len(tokens))
         position = self._position[moving, -1]
         x = model.token_embedding(tokens[:, None]) + model.position_embedding(position)[:, None]
-        with torch.no_grad(), _evaluating(model):
+        with evaluating(model):
             hidden = model.transformer.step(
                 model.embedding_dropout(x),
                 self.row_mask()[moving],
@@ -696,34 +673,6 @@ class ActionLMDecoder(Decoder):
         order = live_first_order(self._position >= 0, slots)
         self._position = self._position.gather(1, order)
         self._cache.gather_slots(order)
-
-    def _checked(self, parents: Tensor, tokens: Tensor) -> tuple[Tensor, Tensor]:
-        """``parents`` and ``tokens`` as 1-d long tensors on the device (values are checked in ``advance``)."""
-        if self._hidden is None:
-            raise RuntimeError("call start(n) before advance()")
-        parents = torch.as_tensor(parents, device=self.device)
-        tokens = torch.as_tensor(tokens, device=self.device)
-        if parents.ndim != 1 or tokens.shape != parents.shape:
-            raise ValueError(
-                "parents and tokens must be 1-d tensors of one length, got shapes "
-                f"{tuple(parents.shape)} and {tuple(tokens.shape)}"
-            )
-        if parents.is_floating_point() or tokens.is_floating_point():
-            raise TypeError("parents and tokens must be integer tensors")
-        return parents.long(), tokens.long()
-
-
-@contextmanager
-def _evaluating(model: nn.Module) -> Iterator[None]:
-    """Dropout off while the block runs; the model's mode is left as it was."""
-    if not model.training:
-        yield
-        return
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train()
 
 
 def _rnng_actions(tree: Tree) -> Actions | None:

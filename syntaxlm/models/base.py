@@ -11,10 +11,16 @@ trainer, the evaluations and the CLI talk to models only through this class:
   accumulation and data parallelism then give the numbers of one big batch); ``loss_weights``
   says how the parts combine (SCLM: ``(1 − α)·lm + α·scaffold``); ``state`` carries what a stream
   of segments passes on (Transformer-XL memory);
-- ``word_logprobs(sentences)``: natural-log ``p(word | prefix)`` per word;
+- ``word_logprobs(sentences)``: natural-log ``p(word | prefix)`` per word, the same for every model
+  (``models.scoring``: checks, length batches, eval mode, word sums and ``</s>``) around two hooks,
+  ``scoring_items`` (what the network reads for each sentence) and ``target_logprobs`` (the
+  log-probabilities of a batch's targets);
 - ``action_grammar()`` and ``decoder()``: what beam search, parsing and sampling drive
   (``models.decoding``);
 - ``induced_trees(sentences)``: the trees of models that induce structure (``induces_trees``);
+- ``card`` (``joint`` from it): the registry's facts of the model (``syntaxlm.models.ModelCard``:
+  label, paper, baseline, joint, figures); ``structure_mask``, ``attention_map`` and
+  ``syntactic_distances``: what ``report.model_figures`` draws, for the models whose card says so;
 - ``save_pretrained(folder)`` / ``from_pretrained(folder)`` (= ``syntaxlm.models.load_model``):
   ``config.json`` + ``model.safetensors``
   + the vocabulary folders. Loading checks every tensor's name and shape and says what differs.
@@ -37,7 +43,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from safetensors import SafetensorError, safe_open
@@ -49,11 +55,18 @@ from syntaxlm.data.batching import Batch, RowCorpus
 from syntaxlm.errors import InputFormatError, SyntaxlmError
 from syntaxlm.files import atomic_writer, read_json
 from syntaxlm.models.decoding import ActionGrammar, Decoder
+from syntaxlm.models.scoring import ScoringItem, checked_sentences, evaluating, length_batches, word_sums
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from syntaxlm.models import ModelCard
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 TENSORS_SHA256 = "tensors_sha256"  # safetensors header key: ``tensors_sha256`` of the file's tensors
 CONFIG_SHA256 = "config_sha256"  # safetensors header key: sha256 of the config.json document saved with them
+TRANSFORMER_FIELDS = ("n_heads", "d_ff")  # the fields ``TransformerConfig`` adds
 
 
 class ModelFileError(InputFormatError):
@@ -66,13 +79,11 @@ class ConfigError(SyntaxlmError, ValueError):
 
 @dataclass
 class ModelConfig:
-    """Fields every model config has; each model adds its own (a flat dataclass, JSON/YAML-able)."""
+    """Fields every model config has; each family adds its own (a flat dataclass, JSON/YAML-able)."""
 
     model: str = ""
     d_model: int = 64
     n_layers: int = 2
-    n_heads: int = 4
-    d_ff: int = 256
     dropout: float = 0.1
 
     def to_dict(self) -> dict[str, Any]:
@@ -80,15 +91,30 @@ class ModelConfig:
 
     def check(self) -> None:
         """Raise ``ConfigError`` for settings that cannot build a model."""
-        for name in ("d_model", "n_layers", "n_heads", "d_ff"):
+        for name in ("d_model", "n_layers"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"model.{name} must be at least 1, got {getattr(self, name)}")
+        if not 0 <= self.dropout < 1:
+            raise ConfigError(f"model.dropout must be in [0, 1), got {self.dropout}")
+
+
+@dataclass
+class TransformerConfig(ModelConfig):
+    """The fields of the transformer families: ``n_heads`` attention heads (dividing ``d_model``)
+    and the feed-forward width ``d_ff``."""
+
+    n_heads: int = 4
+    d_ff: int = 256
+
+    def check(self) -> None:
+        super().check()
+        for name in ("n_heads", "d_ff"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"model.{name} must be at least 1, got {getattr(self, name)}")
         if self.d_model % self.n_heads:
             raise ConfigError(
                 f"model.d_model ({self.d_model}) must be a multiple of model.n_heads ({self.n_heads})"
             )
-        if not 0 <= self.dropout < 1:
-            raise ConfigError(f"model.dropout must be in [0, 1), got {self.dropout}")
 
 
 @dataclass
@@ -150,6 +176,17 @@ class Sample:
     tree: Any = None
     logprob: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class AttentionMap:
+    """One layer's attention for one input (``SyntacticLM.attention_map``): ``weights[h, i, j]``
+    (probabilities, rows sum to 1) and ``mask[h or 0, i, j]`` (``True`` = may attend) over the
+    ``tokens`` the model read."""
+
+    tokens: list[str]
+    weights: np.ndarray
+    mask: np.ndarray
 
 
 class SyntacticLM(nn.Module, ABC):
@@ -235,9 +272,48 @@ class SyntacticLM(nn.Module, ABC):
         None where the model has no limit (recurrent and segment-with-memory models)."""
         return None
 
+    # --- scoring: models give the two hooks, ``scoring_items`` and ``target_logprobs`` ---------
+
+    scoring_batch_size: ClassVar[int] = 16  # sentences per batch when word_logprobs is not told
+
+    def word_logprobs(
+        self,
+        sentences: Sequence[Sequence[str]],
+        *,
+        trees: Sequence[Any] | None = None,
+        eos: bool = False,
+        batch_size: int | None = None,
+    ) -> list[Tensor]:
+        """Natural-log ``p(word | prefix)`` of every word (its pieces summed), one float64 tensor per
+        sentence, in eval mode; ``eos=True`` appends one more entry, ``log p(</s> | sentence)`` (for
+        joint models, the actions after the last word), so that the entries sum to ``log p(x)``
+        (``log p(x, y)``). Joint models of words and trees score the words along ``trees=`` (one
+        per sentence); marginalising over trees is ``syntaxlm.inference``'s work."""
+        batch_size = self.scoring_batch_size if batch_size is None else batch_size
+        sentences = checked_sentences(sentences, batch_size)
+        items = self.scoring_items(sentences, trees)
+        scores: list[Tensor] = [torch.zeros(0)] * len(items)
+        with evaluating(self):
+            for chosen in self.scoring_batches(items, batch_size):
+                for i, values in zip(chosen, self.target_logprobs([items[i] for i in chosen]), strict=True):
+                    scores[i] = values
+        return [
+            word_sums(values, item.group, len(words), eos=eos)
+            for words, item, values in zip(sentences, items, scores, strict=True)
+        ]
+
     @abstractmethod
-    def word_logprobs(self, sentences: Sequence[Sequence[str]], **options) -> list[Tensor]:
-        """Natural-log ``p(word | prefix)`` of every word of every sentence."""
+    def scoring_items(self, sentences: list[list[str]], trees: Sequence[Any] | None) -> list[ScoringItem]:
+        """What the network reads to score each (checked) sentence, and the word of each target."""
+
+    @abstractmethod
+    def target_logprobs(self, items: list[ScoringItem]) -> list[Tensor]:
+        """The natural-log probability of every target of every item of one batch, one 1-d tensor
+        per item (called in eval mode, without gradients)."""
+
+    def scoring_batches(self, items: list[ScoringItem], batch_size: int) -> list[list[int]]:
+        """The items of each batch of ``target_logprobs``: by increasing length."""
+        return length_batches([len(item.inputs) for item in items], batch_size)
 
     # --- models that induce structure (PRPN, SOM) ---------------------------------------------
 
@@ -248,6 +324,41 @@ class SyntacticLM(nn.Module, ABC):
         memory decisions). Only models with ``induces_trees = True`` have one; ``inference.parse``
         calls this for them and beam search for joint models."""
         raise TypeError(f"{self.config.model} does not induce trees")
+
+    def syntactic_distances(
+        self, sentences: Sequence[Sequence[str]], *, batch_size: int = 16
+    ) -> list[np.ndarray]:
+        """Each word's syntactic distance (PRPN, whose trees are read from them; the models whose
+        card lists the ``distances`` figure)."""
+        raise TypeError(f"{self.config.model} has no syntactic distances")
+
+    # --- what the model is, and what the figures of report.model_figures draw ----------------
+
+    @property
+    def card(self) -> ModelCard:
+        """This model's entry in the registry (``syntaxlm.models.ModelCard``): its label, paper,
+        baseline, whether it is joint, the figures it can draw."""
+        from syntaxlm.models import model_card
+
+        return model_card(self.config.model)
+
+    @property
+    def joint(self) -> bool:
+        """Whether this is a joint model of words and trees, ``p(x, y)``: it reads trees, and its
+        word probabilities marginalise over them (``syntaxlm.inference``)."""
+        return self.card.joint
+
+    def structure_mask(self, tree: Any) -> Any:
+        """The attention mask this model's structure makes for ``tree``, as ``structure/`` builds it:
+        a ``TGSequence`` (``attention_mask()``) or a ``PlmMaskInput`` (``head_masks``). Only the
+        models whose card lists the ``structure_mask`` figure have one."""
+        raise TypeError(f"{self.config.model} has no structural attention mask")
+
+    def attention_map(self, layer: int, words: Sequence[str], tree: Any = None) -> AttentionMap:
+        """The attention probabilities of layer ``layer`` (0 = the first) for one input, in eval
+        mode: ``words``, and for joint models their ``tree``. Only the models whose card lists the
+        ``attention`` figure have one; ``ValueError`` for an input they cannot read in one pass."""
+        raise TypeError(f"{self.config.model} has no attention")
 
     # --- files --------------------------------------------------------------------------------
 
@@ -341,9 +452,19 @@ def missing_symbols(trees: Sequence[Any], vocab, style: str) -> dict[int, list[s
     return missing
 
 
+def without_unused_transformer_fields(
+    config_class: type[ModelConfig], values: dict[str, Any]
+) -> dict[str, Any]:
+    """``values`` without ``n_heads`` and ``d_ff`` where ``config_class`` has no such field."""
+    # Configs (saved models, recipes) written when every family had these fields hold them everywhere.
+    known = {f.name for f in dataclasses.fields(config_class)}
+    return {name: value for name, value in values.items() if name in known or name not in TRANSFORMER_FIELDS}
+
+
 def config_from_dict(config_class: type[ModelConfig], values: dict[str, Any], *, where: str) -> ModelConfig:
     """``config_class(**values)`` with a ``ConfigError`` naming ``where`` for unknown or mistyped keys."""
     known = {f.name: f for f in dataclasses.fields(config_class)}
+    values = without_unused_transformer_fields(config_class, values)
     unknown = sorted(set(values) - set(known))
     if unknown:
         raise ConfigError(

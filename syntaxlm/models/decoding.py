@@ -17,7 +17,8 @@ through two objects, never through its class:
   them). A TG closer is one token here: the decoder runs its COMPOSE and STACK copies inside.
   A decoder with ``supports_keep = True`` also reads the token ``KEEP`` as "hypothesis ``i`` is
   ``prefix[parents[i]]`` unchanged", so that prefixes of different lengths grow side by side in
-  one call (beam search's waiting states); the others are driven by copies or re-feeding.
+  one call (beam search's waiting states). Searches over trees need it; searches over words only
+  never leave a prefix waiting and drive any decoder.
 
 A decoder's results must equal the model's full forward pass on the same sequences
 (``forward``), which is how decoders are tested.
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -83,17 +85,38 @@ def moving_first(kept: Tensor) -> tuple[Tensor, Tensor]:
     return order, row
 
 
+def words_grammar(vocab) -> ActionGrammar:
+    """The grammar of a words-only model over ``vocab``: no tree-building ids, ending with ``</s>``."""
+    return ActionGrammar(len(vocab), {}, {}, style="words", ends_with_eos=True, symbol_ids=symbol_ids(vocab))
+
+
 def symbol_ids(vocab) -> frozenset[int]:
     """The ids of every atomic symbol of a vocabulary (``ActionGrammar.symbol_ids``)."""
     return frozenset(vocab.index(symbol) for symbol in vocab.symbols)
 
 
 class Decoder(ABC):
-    """Incremental next-token log-probabilities for a batch of prefixes (module docstring)."""
+    """Incremental next-token log-probabilities for a batch of prefixes (module docstring).
 
-    @abstractmethod
+    ``start`` and ``advance`` check their arguments here; a decoder implements ``_start`` and
+    ``_advance``, which get them checked: ``parents`` and ``tokens`` as 1-d long tensors of one
+    length on the model's device, every parent one of the prefixes held, every token an id of the
+    vocabulary (or ``KEEP``, for decoders with ``supports_keep``)."""
+
+    model: Any  # the SyntacticLM decoded (its ``device`` and ``vocab``)
+    supports_keep: bool = False
+    started: bool = False
+
     def start(self, n: int) -> None:
         """Hold ``n`` prefixes that are ``<s>`` alone."""
+        if n < 0:
+            raise ValueError(f"the number of prefixes must be at least 0, got {n}")
+        self._start(n)
+        self.started = True
+
+    @abstractmethod
+    def _start(self, n: int) -> None:
+        """``start`` for a checked ``n``."""
 
     @abstractmethod
     def logprobs(self) -> Tensor:
@@ -107,9 +130,37 @@ class Decoder(ABC):
         logprobs = self.logprobs()
         return logprobs if rows is None else logprobs[rows]
 
-    @abstractmethod
     def advance(self, parents: Tensor, tokens: Tensor) -> None:
-        """New prefixes: ``prefix[parents[i]] + tokens[i]`` (1-d long tensors of one length)."""
+        """New prefixes: ``prefix[parents[i]] + tokens[i]`` (1-d integer tensors of one length)."""
+        if not self.started:
+            raise RuntimeError("call start(n) before advance()")
+        device = self.model.device
+        parents = torch.as_tensor(parents, device=device)
+        tokens = torch.as_tensor(tokens, device=device)
+        if parents.ndim != 1 or tokens.shape != parents.shape:
+            raise ValueError(
+                "parents and tokens must be 1-d tensors of one length, got shapes "
+                f"{tuple(parents.shape)} and {tuple(tokens.shape)}"
+            )
+        if len(parents) and (parents.is_floating_point() or tokens.is_floating_point()):
+            raise TypeError("parents and tokens must be integer tensors")  # (torch.tensor([]) is float)
+        parents, tokens = parents.long(), tokens.long()
+        n, vocab_size = self.size, len(self.model.vocab)
+        bad_parent = (parents < 0) | (parents >= n)
+        bad_token = (tokens < (KEEP if self.supports_keep else 0)) | (tokens >= vocab_size)
+        any_bad_parent, any_bad_token = torch.stack([bad_parent.any(), bad_token.any()]).tolist()
+        if any_bad_parent:
+            raise ValueError(f"parent {int(parents[bad_parent][0])} is not one of the {n} prefixes held")
+        if any_bad_token:
+            keep = ", or KEEP" if self.supports_keep else ""
+            raise ValueError(
+                f"token {int(tokens[bad_token][0])} is outside the vocabulary (0..{vocab_size - 1}{keep})"
+            )
+        self._advance(parents, tokens)
+
+    @abstractmethod
+    def _advance(self, parents: Tensor, tokens: Tensor) -> None:
+        """``advance`` for checked arguments (class docstring)."""
 
     @property
     @abstractmethod

@@ -61,24 +61,34 @@ from torch import Tensor, nn
 
 from syntaxlm.data.batching import Batch, RowCorpus, pad_rows
 from syntaxlm.models.base import (
+    TRANSFORMER_FIELDS,
     ConfigError,
     LossOutput,
     ModelConfig,
     ModelFileError,
     SyntacticLM,
+    TransformerConfig,
     read_model_config,
     read_weights,
 )
-from syntaxlm.models.decoding import ActionGrammar, Decoder, symbol_ids
-from syntaxlm.structure.actions import atomic_words_as_unk
-from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID, reject_string_sentence
+from syntaxlm.models.decoding import ActionGrammar, Decoder, words_grammar
+from syntaxlm.models.lstm_lm import select_rows
+from syntaxlm.models.scoring import (
+    ScoringItem,
+    evaluating,
+    padded,
+    reject_trees,
+    sentence_item,
+    word_pieces,
+)
+from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID
 from syntaxlm.trees.dependency import DepTree, future_dependents
 from syntaxlm.trees.heads import constituency_to_dependency
 from syntaxlm.trees.tree import Tree
 
 BASE_MODELS = {"dm-transformer": "lm", "dm-lstm": "lstm"}
 STAGES = ("dependency", "mixture")
-SHARED_FIELDS = ("d_model", "n_layers", "n_heads", "d_ff", "dropout")
+SHARED_FIELDS = ("d_model", "n_layers", "n_heads", "d_ff", "dropout")  # those of the base model's config
 COUNTER = "trained_batches"
 
 
@@ -87,11 +97,12 @@ class SkippedSentencesWarning(UserWarning):
 
 
 @dataclass
-class DMLMConfig(ModelConfig):
+class DMLMConfig(TransformerConfig):
     """``model``: ``dm-transformer`` or ``dm-lstm`` (the base is ``lm`` or ``lstm``). The shared
-    fields (``d_model``, ``n_layers``, ``n_heads``, ``d_ff``, ``dropout``) and ``base_options``
-    (the base config's other fields) make the base model's config. ``stage``, ``init_from`` and
-    ``dependency_batches``: the module docstring. ``context_length``: DM-LSTM's window L."""
+    fields (``d_model``, ``n_layers``, ``n_heads``, ``d_ff``, ``dropout``; the LSTM has neither
+    ``n_heads`` nor ``d_ff``) and ``base_options`` (the base config's other fields) make the base
+    model's config. ``stage``, ``init_from`` and ``dependency_batches``: the module docstring.
+    ``context_length``: DM-LSTM's window L."""
 
     model: str = "dm-transformer"
     stage: str = "dependency"
@@ -106,6 +117,7 @@ class DMLMConfig(ModelConfig):
 
         values = {name: getattr(self, name) for name in SHARED_FIELDS}
         if self.model == "dm-lstm":
+            values = {name: value for name, value in values.items() if name not in TRANSFORMER_FIELDS}
             values["order"] = "sentences"  # DM-LSTM rows are sentences (module docstring)
         return model_config(
             {**self.base_options, **values, "model": BASE_MODELS[self.model]}, where="model.base_options"
@@ -312,7 +324,7 @@ class DependencyMixtureLM(SyntacticLM):
 
     def training_row(self, tree: DepTree) -> dict[str, np.ndarray]:
         """One sentence's row (see ``prepare``)."""
-        ids, word_index = self._word_pieces(tree.words)
+        ids, word_index = word_pieces(self.vocab, tree.words)
         sources, targets = dependency_arcs(piece_heads(tree.heads, word_index))
         tokens = np.append(ids, EOS_ID)  # the token at input position q ≥ 1 is tokens[q − 1]
         return {
@@ -392,68 +404,28 @@ class DependencyMixtureLM(SyntacticLM):
 
     # --- scoring ---------------------------------------------------------------------------------
 
-    def word_logprobs(
-        self, sentences: Sequence[Sequence[str]], *, eos: bool = False, batch_size: int = 16
-    ) -> list[Tensor]:
-        """Natural-log ``p(word | prefix)`` under the mixture (Eq. 3), pieces summed, one float64
-        tensor per sentence; ``eos=True`` appends ``log p(</s> | sentence)``."""
-        if isinstance(sentences, str):
-            raise TypeError("sentences must be a sequence of sentences, each a sequence of words")
-        sentences = list(sentences)
-        for index, sentence in enumerate(sentences):
-            reject_string_sentence(sentence, index)
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        items = []
+    def scoring_items(self, sentences: list[list[str]], trees: Sequence[Any] | None) -> list[ScoringItem]:
+        """``<s>`` + pieces → pieces + ``</s>``, scored under the mixture (Eq. 3)."""
+        reject_trees(self.config.model, trees)
+        items = [sentence_item(*word_pieces(self.vocab, words), len(words)) for words in sentences]
         limit = self.max_positions()
-        for index, sentence in enumerate(sentences):
-            ids, word_index = self._word_pieces(sentence)
-            if limit is not None and len(ids) + 1 > limit:
-                raise ValueError(f"sentence {index}: {len(ids) + 1} positions exceed max_length {limit}")
-            items.append((np.concatenate(([BOS_ID], ids)), np.append(ids, EOS_ID), word_index))
-        scores = self._target_logprobs(items, batch_size)
-        out = []
-        for sentence, (_, _, word_index), logprobs in zip(sentences, items, scores):
-            group = torch.from_numpy(np.append(word_index, len(sentence))).long()
-            words = torch.zeros(len(sentence) + 1, dtype=torch.float64)
-            words.index_add_(0, group, logprobs.double())
-            out.append(words if eos else words[:-1])
-        return out
+        for index, item in enumerate(items):
+            if limit is not None and len(item.inputs) > limit:
+                raise ValueError(f"sentence {index}: {len(item.inputs)} positions exceed max_length {limit}")
+        return items
 
-    @torch.no_grad()
-    def _target_logprobs(self, items: list[tuple[np.ndarray, ...]], batch_size: int) -> list[Tensor]:
-        was_training = self.training
-        self.eval()
-        device = self.device
-        results: list[Tensor] = [torch.zeros(0)] * len(items)
-        order = sorted(range(len(items)), key=lambda i: len(items[i][0]))
-        try:
-            for start in range(0, len(order), batch_size):
-                chosen = order[start : start + batch_size]
-                inputs = torch.from_numpy(pad_rows([items[i][0] for i in chosen], PAD_ID)).to(device)
-                targets = torch.from_numpy(pad_rows([items[i][1] for i in chosen], PAD_ID)).to(device)
-                logits, log_attention = self.dependency_network(inputs)
-                picked = mixture_target_logprobs(
-                    log_attention.float(), logits.float().log_softmax(-1), targets
-                )
-                for i, row in zip(chosen, picked.cpu()):
-                    results[i] = row[: len(items[i][0])]
-        finally:
-            self.train(was_training)
-        return results
-
-    def _word_pieces(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        encoding = self.vocab.encode_words(atomic_words_as_unk(list(words), self.vocab))
-        return np.asarray(encoding.ids, dtype=np.int32), np.asarray(encoding.word_index, dtype=np.int32)
+    def target_logprobs(self, items: list[ScoringItem]) -> list[Tensor]:
+        inputs = padded([item.inputs for item in items], self.device)
+        targets = padded([item.targets for item in items], self.device)
+        logits, log_attention = self.dependency_network(inputs)
+        picked = mixture_target_logprobs(log_attention.float(), logits.float().log_softmax(-1), targets)
+        return [row[: len(item.inputs)] for item, row in zip(items, picked.cpu(), strict=True)]
 
     # --- decoding ----------------------------------------------------------------------------------
 
     def action_grammar(self) -> ActionGrammar:
         """Words only, ending with ``</s>``."""
-        vocab = self.vocab
-        return ActionGrammar(
-            len(vocab), {}, {}, style="words", ends_with_eos=True, symbol_ids=symbol_ids(vocab)
-        )
+        return words_grammar(self.vocab)
 
 
 class MixtureDecoder(Decoder):
@@ -463,7 +435,6 @@ class MixtureDecoder(Decoder):
     def __init__(self, model: DependencyMixtureLM):
         self.model = model
         self.device = model.device
-        self.vocab_size = len(model.vocab)
         self._held: Tensor | None = None  # [n, K, V] log p_dep of the positions held
         self._log_attention: Tensor | None = None  # [n, K]
 
@@ -482,28 +453,6 @@ class MixtureDecoder(Decoder):
         new = dependency_logprobs[:, None]
         held = new if self._held is None else torch.cat([self._held, new], dim=1)
         self._held = held if window is None else held[:, -window:]
-
-    def _checked(self, parents: Tensor, tokens: Tensor) -> tuple[Tensor, Tensor]:
-        if self._held is None:
-            raise RuntimeError("call start(n) before advance()")
-        parents = torch.as_tensor(parents, device=self.device)
-        tokens = torch.as_tensor(tokens, device=self.device)
-        if parents.ndim != 1 or tokens.shape != parents.shape:
-            raise ValueError(
-                "parents and tokens must be 1-d tensors of one length, got shapes "
-                f"{tuple(parents.shape)} and {tuple(tokens.shape)}"
-            )
-        if parents.is_floating_point() or tokens.is_floating_point():
-            raise TypeError("parents and tokens must be integer tensors")
-        parents, tokens = parents.long(), tokens.long()
-        n = self.size
-        if bool(((parents < 0) | (parents >= n)).any()):
-            raise ValueError(f"a parent is not one of the {n} prefixes held: {parents.tolist()}")
-        if bool(((tokens < 0) | (tokens >= self.vocab_size)).any()):
-            raise ValueError(
-                f"a token is outside the vocabulary (0..{self.vocab_size - 1}): {tokens.tolist()}"
-            )
-        return parents, tokens
 
 
 # --- DM-Transformer ---------------------------------------------------------------------------------
@@ -560,15 +509,12 @@ class DMTransformerDecoder(MixtureDecoder):
         self.length = 0
         self._cache = model.base.transformer.key_value_cache(0)
 
-    def start(self, n: int) -> None:
-        if n < 0:
-            raise ValueError(f"the number of prefixes must be at least 0, got {n}")
+    def _start(self, n: int) -> None:
         self.length, self._held = 0, None
         self._cache = self.model.base.transformer.key_value_cache(n)
         self._run(torch.full((n,), BOS_ID, dtype=torch.long, device=self.device))
 
-    def advance(self, parents: Tensor, tokens: Tensor) -> None:
-        parents, tokens = self._checked(parents, tokens)
+    def _advance(self, parents: Tensor, tokens: Tensor) -> None:
         if self.length >= self.model.base.config.max_length:
             raise ValueError(
                 f"the prefixes already hold {self.length} positions, the model's max_length; "
@@ -578,12 +524,9 @@ class DMTransformerDecoder(MixtureDecoder):
         self._held = self._held[parents]
         self._run(tokens)
 
-    @torch.no_grad()
     def _run(self, tokens: Tensor) -> None:
         model, base = self.model, self.model.base
-        was_training = model.training
-        model.eval()
-        try:
+        with evaluating(model):
             x = base.token_embedding(tokens[:, None]) + base.position_embedding.weight[self.length]
             self.length += 1
             mask = torch.ones(1, 1, 1, self.length, dtype=torch.bool, device=self.device)
@@ -600,8 +543,6 @@ class DMTransformerDecoder(MixtureDecoder):
             keys = self._cache.keys_values(len(blocks) - 2)[0]  # the penultimate block's, every position
             scores = (q @ keys.transpose(-1, -2))[:, :, 0] / math.sqrt(q.shape[-1])  # [n, H, K]
             self._log_attention = head_average(scores.float().log_softmax(-1))
-        finally:
-            model.train(was_training)
 
 
 # --- DM-LSTM --------------------------------------------------------------------------------------
@@ -643,24 +584,18 @@ class DMLSTMDecoder(MixtureDecoder):
         self._state: Any = None
         self._keys: Tensor | None = None  # [n, K, H]
 
-    def start(self, n: int) -> None:
-        if n < 0:
-            raise ValueError(f"the number of prefixes must be at least 0, got {n}")
+    def _start(self, n: int) -> None:
         self._state, self._keys, self._held = None, None, None
         self._run(torch.full((n,), BOS_ID, dtype=torch.long, device=self.device))
 
-    def advance(self, parents: Tensor, tokens: Tensor) -> None:
-        parents, tokens = self._checked(parents, tokens)
-        self._state = _select_rows(self._state, parents)
+    def _advance(self, parents: Tensor, tokens: Tensor) -> None:
+        self._state = select_rows(self._state, parents)
         self._keys, self._held = self._keys[parents], self._held[parents]
         self._run(tokens)
 
-    @torch.no_grad()
     def _run(self, tokens: Tensor) -> None:
         model = self.model
-        was_training = model.training
-        model.eval()
-        try:
+        with evaluating(model):
             hidden, self._state = model.base.hidden_states(tokens[:, None], self._state)
             hidden = hidden[:, 0]
             self._hold(model.base.output_logits(hidden).float().log_softmax(-1), self.window)
@@ -669,14 +604,3 @@ class DMLSTMDecoder(MixtureDecoder):
             self._keys = keys[:, -self.window :]
             scores = (self._keys @ model.query(hidden)[:, :, None])[:, :, 0] / math.sqrt(hidden.shape[-1])
             self._log_attention = scores.float().log_softmax(-1)
-        finally:
-            model.train(was_training)
-
-
-def _select_rows(state: Any, index: Tensor) -> Any:
-    """``state`` (a nest of tuples of batch-first tensors, as ``LSTMLM`` carries) at rows ``index``."""
-    if state is None:
-        return None
-    if isinstance(state, Tensor):
-        return state.index_select(0, index)
-    return type(state)(_select_rows(item, index) for item in state)

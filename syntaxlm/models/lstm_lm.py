@@ -61,9 +61,17 @@ from torch import Tensor, nn
 
 from syntaxlm.data.batching import Batch, RowCorpus, pad_rows
 from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM
-from syntaxlm.models.decoding import ActionGrammar, Decoder, symbol_ids
-from syntaxlm.structure.actions import atomic_words_as_unk
-from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID, reject_string_sentence
+from syntaxlm.models.decoding import ActionGrammar, Decoder, words_grammar
+from syntaxlm.models.scoring import (
+    ScoringItem,
+    evaluating,
+    padded,
+    picked_logprobs,
+    reject_trees,
+    sentence_item,
+    word_pieces,
+)
+from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID
 from syntaxlm.text.vocab import WordVocab
 
 ORDERS = ("streams", "sentences")
@@ -74,10 +82,8 @@ SPACE = "_"  # the character-level token between two words (as in the character-
 @dataclass
 class RecurrentLMConfig(ModelConfig):
     """Fields of every recurrent words-only model. ``d_model`` is the embedding size (input and
-    output), ``hidden_size`` that of the recurrent layers, ``n_layers`` their number; ``n_heads``
-    and ``d_ff`` are not used by recurrent models (kept at 1 and their default)."""
+    output), ``hidden_size`` that of the recurrent layers, ``n_layers`` their number."""
 
-    n_heads: int = 1
     hidden_size: int = 128
     dropout: float = 0.1  # input and output embeddings
     layer_dropout: float = 0.1  # between recurrent layers
@@ -162,40 +168,21 @@ class RecurrentLM(SyntacticLM):
 
     # --- scoring ------------------------------------------------------------------------------
 
-    def word_logprobs(
-        self, sentences: Sequence[Sequence[str]], *, eos: bool = False, batch_size: int = 16
-    ) -> list[Tensor]:
-        """Natural-log ``p(word | prefix)`` of every word (its pieces summed), one float64 tensor per
-        sentence, each read from zero state after ``<s>``; ``eos=True`` appends ``log p(</s> | x)``."""
-        sentences = _checked_sentences(sentences, batch_size)
-        items = []
-        for sentence in sentences:
-            ids, word_index = self._pieces(sentence)
-            items.append((np.concatenate(([BOS_ID], ids)), np.append(ids, EOS_ID), word_index))
-        out: list[Tensor] = [torch.zeros(0)] * len(items)
-        with _evaluating(self), torch.no_grad():
-            for chosen in _length_batches([len(item[0]) for item in items], batch_size):
-                inputs = torch.from_numpy(pad_rows([items[i][0] for i in chosen], PAD_ID)).to(self.device)
-                targets = torch.from_numpy(pad_rows([items[i][1] for i in chosen], PAD_ID)).to(self.device)
-                hidden, _ = self.hidden_states(inputs.long(), None)
-                logprobs = self.output_logits(hidden).float().log_softmax(-1)
-                picked = logprobs.gather(-1, targets.long()[..., None])[..., 0].double().cpu()
-                for row, i in enumerate(chosen):
-                    sentence, (_, _, word_index) = sentences[i], items[i]
-                    words = torch.zeros(len(sentence) + 1, dtype=torch.float64)
-                    groups = torch.from_numpy(np.append(word_index, len(sentence))).long()
-                    words.index_add_(0, groups, picked[row, : len(groups)])
-                    out[i] = words if eos else words[:-1]
-        return out
+    def scoring_items(self, sentences: list[list[str]], trees: Sequence[Any] | None) -> list[ScoringItem]:
+        """Each sentence on its own, ``<s>`` + pieces → pieces + ``</s>``."""
+        reject_trees(self.config.model, trees)
+        return [sentence_item(*self._pieces(sentence), len(sentence)) for sentence in sentences]
+
+    def target_logprobs(self, items: list[ScoringItem]) -> list[Tensor]:
+        """From zero state, whatever order the model was trained in."""
+        hidden, _ = self.hidden_states(padded([item.inputs for item in items], self.device).long(), None)
+        return picked_logprobs(self.output_logits(hidden).float().log_softmax(-1), items)
 
     # --- decoding -----------------------------------------------------------------------------
 
     def action_grammar(self) -> ActionGrammar:
         """Words only, ending with ``</s>``."""
-        vocab = self.vocab
-        return ActionGrammar(
-            len(vocab), {}, {}, style="words", ends_with_eos=True, symbol_ids=symbol_ids(vocab)
-        )
+        return words_grammar(self.vocab)
 
     def decoder(self) -> RecurrentDecoder:
         return RecurrentDecoder(self)
@@ -214,8 +201,7 @@ class RecurrentLM(SyntacticLM):
                 ids.extend(self.vocab.encode(characters, sentence_initial=False))
                 word_index.extend([i] * len(characters))
             return np.asarray(ids, dtype=np.int32), np.asarray(word_index, dtype=np.int32)
-        encoding = self.vocab.encode_words(atomic_words_as_unk(words, self.vocab))
-        return np.asarray(encoding.ids, dtype=np.int32), np.asarray(encoding.word_index, dtype=np.int32)
+        return word_pieces(self.vocab, words)
 
     def _encode(self, words: Sequence[str]) -> np.ndarray:
         return self._pieces(words)[0]
@@ -327,9 +313,7 @@ class RecurrentDecoder(Decoder):
     def size(self) -> int:
         return 0 if self._logprobs is None else self._logprobs.shape[0]
 
-    def start(self, n: int) -> None:
-        if n < 0:
-            raise ValueError(f"the number of prefixes must be at least 0, got {n}")
+    def _start(self, n: int) -> None:
         self._state = None
         self._run(torch.full((n,), BOS_ID, dtype=torch.long, device=self.model.device))
 
@@ -338,30 +322,12 @@ class RecurrentDecoder(Decoder):
             raise RuntimeError("call start(n) before logprobs()")
         return self._logprobs
 
-    def advance(self, parents: Tensor, tokens: Tensor) -> None:
-        if self._logprobs is None:
-            raise RuntimeError("call start(n) before advance()")
-        device = self.model.device
-        parents = torch.as_tensor(parents, device=device)
-        tokens = torch.as_tensor(tokens, device=device)
-        if parents.ndim != 1 or tokens.shape != parents.shape:
-            raise ValueError(
-                "parents and tokens must be 1-d tensors of one length, got shapes "
-                f"{tuple(parents.shape)} and {tuple(tokens.shape)}"
-            )
-        if parents.is_floating_point() or tokens.is_floating_point():
-            raise TypeError("parents and tokens must be integer tensors")
-        parents, tokens = parents.long(), tokens.long()
-        n, vocab_size = self.size, self._logprobs.shape[1]
-        if bool(((parents < 0) | (parents >= n)).any()):
-            raise ValueError(f"a parent is not one of the {n} prefixes held: {parents.tolist()}")
-        if bool(((tokens < 0) | (tokens >= vocab_size)).any()):
-            raise ValueError(f"a token is outside the vocabulary (0..{vocab_size - 1}): {tokens.tolist()}")
+    def _advance(self, parents: Tensor, tokens: Tensor) -> None:
         self._state = select_rows(self._state, parents)
         self._run(tokens)
 
     def _run(self, tokens: Tensor) -> None:
-        with _evaluating(self.model), torch.no_grad():
+        with evaluating(self.model):
             if tokens.shape[0] == 0:
                 self._logprobs = torch.zeros(0, len(self.model.vocab), device=self.model.device)
                 return
@@ -434,41 +400,3 @@ def _leaves(tree: Any, index: int) -> list[str]:
     if isinstance(tree, (list, tuple)) and all(isinstance(word, str) for word in tree):
         return list(tree)
     raise TypeError(f"trees[{index}] is {type(tree).__name__}; expected a Tree or a list of words")
-
-
-def _checked_sentences(sentences: Sequence[Sequence[str]], batch_size: int) -> list[list[str]]:
-    if isinstance(sentences, str):
-        raise TypeError("sentences must be a sequence of sentences, each a sequence of words")
-    sentences = list(sentences)
-    for index, sentence in enumerate(sentences):
-        reject_string_sentence(sentence, index)
-        for position, word in enumerate(sentence):
-            if not isinstance(word, str) or not word:
-                raise ValueError(
-                    f"sentence {index}: word {position} is {word!r}; expected a non-empty string"
-                )
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    return [list(sentence) for sentence in sentences]
-
-
-def _length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-
-
-class _evaluating:
-    """Eval mode (dropout off, batch-norm running statistics) while the block runs; the model's
-    mode is restored after it."""
-
-    def __init__(self, model: nn.Module):
-        self.model = model
-        self.was_training = model.training
-
-    def __enter__(self):
-        self.was_training = self.model.training
-        self.model.eval()
-
-    def __exit__(self, *exc):
-        self.model.train(self.was_training)
-        return False

@@ -68,13 +68,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from syntaxlm.models.base import ConfigError, ModelConfig
-from syntaxlm.models.lstm_lm import (
-    RecurrentLM,
-    RecurrentLMConfig,
-    _checked_sentences,
-    _evaluating,
-    _length_batches,
-)
+from syntaxlm.models.lstm_lm import RecurrentLM, RecurrentLMConfig
+from syntaxlm.models.scoring import checked_sentences, evaluating, length_batches
 from syntaxlm.structure.distances import tree_from_distances
 from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID
 from syntaxlm.trees.tree import Tree
@@ -377,13 +372,12 @@ class PRPN(RecurrentLM):
 
     # --- parsing --------------------------------------------------------------------------------
 
-    @torch.no_grad()
     def syntactic_distances(
         self, sentences: Sequence[Sequence[str]], *, batch_size: int = 16
     ) -> list[np.ndarray]:
         """Each word's ``d_i`` (the distance between it and the token before it), each sentence read
         alone as ``<s> w_1 .. w_n </s>`` in eval mode; the boundary tokens' distances are dropped."""
-        sentences = _checked_sentences(sentences, batch_size)
+        sentences = checked_sentences(sentences, batch_size)
         rows = [np.concatenate(([BOS_ID], self._encode(sentence), [EOS_ID])) for sentence in sentences]
         for index, (sentence, row) in enumerate(zip(sentences, rows)):
             if len(row) != len(sentence) + 2:
@@ -392,8 +386,8 @@ class PRPN(RecurrentLM):
                     "trees over words need a word-level model (unit: word and a word vocabulary)"
                 )
         out: list[np.ndarray] = [np.zeros(0)] * len(rows)
-        with _evaluating(self):
-            for chosen in _length_batches([len(row) for row in rows], batch_size):
+        with evaluating(self):
+            for chosen in length_batches([len(row) for row in rows], batch_size):
                 width = max(len(rows[i]) for i in chosen)
                 tokens = torch.full((len(chosen), width), PAD_ID, dtype=torch.long)
                 for k, i in enumerate(chosen):
@@ -411,7 +405,7 @@ class PRPN(RecurrentLM):
     def induced_trees(self, sentences: Sequence[Sequence[str]], *, batch_size: int = 16) -> list[Tree]:
         """The binary tree of each sentence from its distances (Appendix A; τ → ∞), leaves = words,
         every node labelled ``X``."""
-        sentences = _checked_sentences(sentences, batch_size)
+        sentences = checked_sentences(sentences, batch_size)
         distances = self.syntactic_distances(sentences, batch_size=batch_size)
         trees = []
         for index, (sentence, values) in enumerate(zip(sentences, distances)):

@@ -66,7 +66,7 @@ output layer, ``embedding_dropout`` zeroes whole word vectors (rescaled).
 pieces becomes a left-branching constituent of its pieces. Trees that need more than ``N`` slots
 (``structure.som.required_slots``) are skipped with a ``SkippedTreesWarning``.
 
-``d_model`` is ``D``; ``n_layers``, ``n_heads`` and ``d_ff`` of ``ModelConfig`` are not read.
+``d_model`` is ``D``; ``n_layers`` of ``ModelConfig`` is not read.
 """
 
 from __future__ import annotations
@@ -84,8 +84,16 @@ from torch import Tensor, nn
 
 from syntaxlm.data.batching import Batch, RowCorpus, pad_rows
 from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM
-from syntaxlm.models.decoding import ActionGrammar, Decoder, symbol_ids
-from syntaxlm.structure.actions import atomic_words_as_unk
+from syntaxlm.models.decoding import ActionGrammar, Decoder, words_grammar
+from syntaxlm.models.scoring import (
+    ScoringItem,
+    evaluating,
+    length_batches,
+    padded,
+    picked_logprobs,
+    reject_trees,
+    word_pieces,
+)
 from syntaxlm.structure.distances import nontrivial_spans
 from syntaxlm.structure.som import first_siblings, required_slots, structure_labels, tree_from_decisions
 from syntaxlm.text.base import EOS_ID, PAD_ID, reject_string_sentence
@@ -595,10 +603,9 @@ class SyntacticOrderedMemory(SyntacticLM):
             words = tree.leaves()
         else:
             raise TypeError(f"trees[{index}] is {type(tree).__name__}; expected a Tree or a DepTree")
-        encoding = self.vocab.encode_words(atomic_words_as_unk(words, self.vocab))
-        ids = np.asarray(encoding.ids, dtype=np.int32)
+        ids, word_index = word_pieces(self.vocab, words)
         if len(ids) != len(words):
-            counts = np.bincount(np.asarray(encoding.word_index), minlength=len(words))
+            counts = np.bincount(word_index, minlength=len(words))
             binary = _pieces_tree(binary, counts)
         if self.config.labels == "left-branching":
             binary = _left_branching(len(ids))
@@ -632,7 +639,6 @@ class SyntacticOrderedMemory(SyntacticLM):
 
     # --- evaluation -------------------------------------------------------------------------------
 
-    @torch.no_grad()
     def evaluate_structure(self, trees: Sequence[Any], *, batch_size: int = 32) -> dict[str, Any]:
         """Table 2's columns on gold trees, in evaluation mode (argmax decisions): perplexity (pieces
         and ``</s>``), ``p`` and ``p'`` accuracy against the adaptive labels of the model's own
@@ -640,13 +646,11 @@ class SyntacticOrderedMemory(SyntacticLM):
         the binary gold trees Γ, over every word, single words and the whole sentence left out:
         corpus level (pooled counts, EVALB's way) and the mean over sentences."""
         corpus = self.prepare(trees)
-        was_training = self.training
-        self.eval()
         totals = dict.fromkeys(("nll", "tokens", "p_correct", "p_total", "q_correct", "q_total"), 0.0)
         tp = fp = fn = 0
         sentence_f1 = []
         device = self.embedding.weight.device
-        try:
+        with evaluating(self):
             for batch in corpus.batches(batch_size, shuffle=False):
                 labels = batch["labels"].to(device).long()
                 n_words = (labels != 0).sum(1) - 1
@@ -684,8 +688,6 @@ class SyntacticOrderedMemory(SyntacticLM):
                         sentence_f1.append(
                             0.0 if hits == 0 else 2 * precision * recall / (precision + recall)
                         )
-        finally:
-            self.train(was_training)
         loss = totals["nll"] / max(totals["tokens"], 1)
         corpus_f1 = 200 * tp / (2 * tp + fp + fn) if tp + fp + fn else None
         return {
@@ -699,29 +701,24 @@ class SyntacticOrderedMemory(SyntacticLM):
             "uf1_sentence_mean": 100 * float(np.mean(sentence_f1)) if sentence_f1 else None,
         }
 
-    def word_logprobs(
-        self, sentences: Sequence[Sequence[str]], *, eos: bool = False, batch_size: int = 32
-    ) -> list[Tensor]:
-        """Natural-log ``p(word | prefix)`` per word (pieces summed), with the model's argmax
-        decisions; ``eos=True`` appends ``log p(</s> | sentence)``. float64, one tensor per sentence."""
-        encoded = [self._encode_words(i, words) for i, words in enumerate(sentences)]
-        results: list[Tensor] = [torch.zeros(0)] * len(encoded)
+    scoring_batch_size: ClassVar[int] = 32
+
+    def scoring_items(self, sentences: list[list[str]], trees: Sequence[Any] | None) -> list[ScoringItem]:
+        """The pieces (the memory reads no ``<s>``) → pieces + ``</s>``."""
+        reject_trees(self.config.model, trees)
+        items = []
+        for index, words in enumerate(sentences):
+            ids, word_index = self._encode_words(index, words)
+            items.append(ScoringItem(ids, np.append(ids, EOS_ID), np.append(word_index, len(words))))
+        return items
+
+    def target_logprobs(self, items: list[ScoringItem]) -> list[Tensor]:
+        """With the model's argmax decisions."""
         device = self.embedding.weight.device
-        with _evaluation(self):
-            for chosen in _length_batches([len(ids) for ids, _ in encoded], batch_size):
-                ids = torch.from_numpy(pad_rows([encoded[i][0] for i in chosen], PAD_ID)).to(device)
-                n_words = torch.tensor([len(encoded[i][0]) for i in chosen], device=device)
-                out = self.run(ids, n_words, decide="argmax")
-                logprobs = self.lm_logits(out.hidden).float().log_softmax(-1)
-                for row, i in enumerate(chosen):
-                    pieces, word_index = encoded[i]
-                    targets = torch.from_numpy(np.append(pieces, EOS_ID)).long().to(device)
-                    picked = logprobs[row, : len(targets)].gather(1, targets[:, None])[:, 0].double().cpu()
-                    words = torch.zeros(len(sentences[i]) + 1, dtype=torch.float64)
-                    groups = torch.from_numpy(np.append(word_index, len(sentences[i]))).long()
-                    words.index_add_(0, groups, picked)
-                    results[i] = words if eos else words[:-1]
-        return results
+        ids = padded([item.inputs for item in items], device)
+        n_words = torch.tensor([len(item.inputs) for item in items], device=device)
+        out = self.run(ids, n_words, decide="argmax")
+        return picked_logprobs(self.lm_logits(out.hidden).float().log_softmax(-1), items)
 
     def induced_trees(self, sentences: Sequence[Sequence[str]], *, batch_size: int = 16) -> list[Tree]:
         """The incremental binary tree of each sentence from the argmax decisions
@@ -730,9 +727,9 @@ class SyntacticOrderedMemory(SyntacticLM):
         encoded = [self._encode_words(i, words) for i, words in enumerate(sentences)]
         trees: list[Tree] = [Tree("X")] * len(encoded)
         device = self.embedding.weight.device
-        with _evaluation(self):
-            for chosen in _length_batches([len(ids) for ids, _ in encoded], batch_size):
-                ids = torch.from_numpy(pad_rows([encoded[i][0] for i in chosen], PAD_ID)).to(device)
+        with evaluating(self):
+            for chosen in length_batches([len(ids) for ids, _ in encoded], batch_size):
+                ids = padded([encoded[i][0] for i in chosen], device)
                 n_words = torch.tensor([len(encoded[i][0]) for i in chosen], device=device)
                 decisions = self.run(ids, n_words, decide="argmax").decisions.cpu().numpy()
                 for row, i in enumerate(chosen):
@@ -748,16 +745,13 @@ class SyntacticOrderedMemory(SyntacticLM):
         reject_string_sentence(words, index)
         if len(words) == 0:
             raise ValueError(f"sentence {index} is empty; expected at least one word")
-        encoding = self.vocab.encode_words(atomic_words_as_unk(list(words), self.vocab))
-        return np.asarray(encoding.ids, dtype=np.int64), np.asarray(encoding.word_index, dtype=np.int64)
+        return word_pieces(self.vocab, words)
 
     # --- incremental decoding ---------------------------------------------------------------------
 
     def action_grammar(self) -> ActionGrammar:
         """Words only, ending with ``</s>``: the trees are the model's own decisions."""
-        return ActionGrammar(
-            len(self.vocab), {}, {}, style="words", ends_with_eos=True, symbol_ids=symbol_ids(self.vocab)
-        )
+        return words_grammar(self.vocab)
 
     def decoder(self) -> SOMDecoder:
         return SOMDecoder(self)
@@ -770,44 +764,27 @@ class SOMDecoder(Decoder):
     def __init__(self, model: SyntacticOrderedMemory):
         self.model = model
         self.state: MemoryState | None = None
-        self.vocab_size = len(model.vocab)
 
     @property
     def size(self) -> int:
         return 0 if self.state is None else self.state.hidden.shape[0]
 
-    def start(self, n: int) -> None:
-        if n < 0:
-            raise ValueError(f"the number of prefixes must be at least 0, got {n}")
+    def _start(self, n: int) -> None:
         with torch.no_grad():
             self.state = self.model.initial(n)
 
     def logprobs(self) -> Tensor:
         if self.state is None:
             raise RuntimeError("call start(n) before logprobs()")
-        with _evaluation(self.model):
+        with evaluating(self.model):
             return self.model.lm_logits(self.state.hidden).float().log_softmax(-1)
 
-    def advance(self, parents: Tensor, tokens: Tensor) -> None:
-        if self.state is None:
-            raise RuntimeError("call start(n) before advance()")
-        device = self.model.embedding.weight.device
-        parents = torch.as_tensor(parents, device=device).long()
-        tokens = torch.as_tensor(tokens, device=device).long()
-        if parents.ndim != 1 or tokens.shape != parents.shape:
-            raise ValueError(
-                f"parents and tokens must be 1-d tensors of one length, got shapes {tuple(parents.shape)} "
-                f"and {tuple(tokens.shape)}"
-            )
-        if len(parents) and (int(parents.min()) < 0 or int(parents.max()) >= self.size):
-            raise ValueError(f"a parent is not one of the {self.size} prefixes held")
-        if len(tokens) and (int(tokens.min()) < 0 or int(tokens.max()) >= self.vocab_size):
-            raise ValueError(f"a token is outside the vocabulary (0..{self.vocab_size - 1})")
+    def _advance(self, parents: Tensor, tokens: Tensor) -> None:
         if len(tokens) == 0:
             self.state = self.state.select(parents)
             self.state.words += 1
             return
-        with _evaluation(self.model):
+        with evaluating(self.model):
             state = self.state.select(parents)
             x = self.model.embed(tokens)
             self.state, _ = self.model.step(state, x, self.model.cell_weights(), decide="argmax")
@@ -901,25 +878,3 @@ def _words_tree(tree: Tree, word_index: np.ndarray, words: list[str]) -> Tree:
 
     root = tree.rebuild(build, leaf=leaf)
     return root if isinstance(root, Tree) else Tree("X", (root,))
-
-
-def _length_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-
-
-class _evaluation:
-    """No gradients and dropout off while the block runs; the model's mode is left as it was."""
-
-    def __init__(self, model: nn.Module):
-        self.model = model
-
-    def __enter__(self):
-        self.was_training = self.model.training
-        self.grad = torch.no_grad()
-        self.grad.__enter__()
-        self.model.eval()
-
-    def __exit__(self, *exc):
-        self.model.train(self.was_training)
-        self.grad.__exit__(*exc)

@@ -34,10 +34,9 @@ of the network (two for a TG closer: its COMPOSE and STACK copies), not a pass o
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -46,14 +45,23 @@ from torch import Tensor, nn
 
 from syntaxlm.data.batching import Batch, RowCorpus
 from syntaxlm.errors import ActionSequenceError, SentenceError
-from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM, missing_symbols
-from syntaxlm.models.decoding import KEEP, ActionGrammar, Decoder, moving_first, symbol_ids
-from syntaxlm.models.layers.attention import Kernel, RelativePositions
+from syntaxlm.models.base import (
+    AttentionMap,
+    ConfigError,
+    LossOutput,
+    SyntacticLM,
+    TransformerConfig,
+    missing_symbols,
+)
+from syntaxlm.models.decoding import KEEP, ActionGrammar, Decoder, moving_first, symbol_ids, words_grammar
+from syntaxlm.models.layers.attention import Kernel, RelativePositions, record_attention
 from syntaxlm.models.layers.transformer import TransformerStack, live_first_order, next_memory
+from syntaxlm.models.scoring import ScoringItem, consecutive_batches, evaluating, reject_trees
 from syntaxlm.structure.tg import (
     NEVER,
     VARIANTS,
     TGSegments,
+    TGSequence,
     TGSequences,
     segment_sequences,
     stack_compose_mask,
@@ -74,6 +82,17 @@ _SEGMENT_FIELDS = {
     "position": -1,
     "popped_at": NEVER,
 }
+# The per-position fields of a sequence (``TGSequence``).
+_SEQUENCE_FIELDS = (
+    "inputs",
+    "input_types",
+    "labels",
+    "label_types",
+    "label_word",
+    "compose",
+    "depth",
+    "popped_at",
+)
 _MEMORY_FIELDS = {
     "memory_position": -1,
     "memory_depth": 0,
@@ -83,7 +102,7 @@ _MEMORY_FIELDS = {
 
 
 @dataclass
-class TransformerGrammarConfig(ModelConfig):
+class TransformerGrammarConfig(TransformerConfig):
     model: str = "tg"
     attention_dropout: float = 0.0
     segment_length: int = 256
@@ -270,7 +289,6 @@ class TransformerGrammar(SyntacticLM):
             next_state = next_memory(memories, layer_inputs, tensors["next_memory_source"])
         return LossOutput({"lm": nll}, dict(batch.counts), next_state)
 
-    @torch.no_grad()
     def hidden_states(self, batch: Batch | dict[str, Tensor]) -> list[Tensor]:
         """Every layer's states ``[B, L, d]`` of a batch of segments without memory, in eval mode:
         layer 0 is the scaled embeddings, layer ``k`` the output of block ``k`` (the last one after
@@ -279,7 +297,7 @@ class TransformerGrammar(SyntacticLM):
         captured: list = []
         handle = self.transformer.register_forward_hook(lambda module, args, out: captured.append(out))
         try:
-            with _evaluating(self):
+            with evaluating(self):
                 self(batch)
         finally:
             handle.remove()
@@ -288,19 +306,16 @@ class TransformerGrammar(SyntacticLM):
 
     # --- scoring ---------------------------------------------------------------------------------
 
-    @torch.no_grad()
+    scoring_batch_size: ClassVar[int] = 32
+
     def token_logprobs(self, sequences: TGSequences, *, batch_size: int = 32) -> list[np.ndarray]:
-        """``log p(label_t | prefix)`` at every position of every sequence (0 where no label)."""
-        was_training = self.training
-        self.eval()
-        try:
-            out: list[np.ndarray] = []
-            for first in range(0, len(sequences), batch_size):
-                chunk = _take(sequences, range(first, min(first + batch_size, len(sequences))))
-                out.extend(self._chunk_logprobs(chunk))
-            return out
-        finally:
-            self.train(was_training)
+        """``log p(label_t | prefix)`` at every position of every sequence (0 where no label), in
+        eval mode, ``batch_size`` sequences at a time in their order."""
+        out: list[np.ndarray] = []
+        with evaluating(self):
+            for chunk in consecutive_batches(len(sequences), batch_size):
+                out.extend(self._chunk_logprobs(_joined([sequences[i] for i in chunk])))
+        return out
 
     def _chunk_logprobs(self, sequences: TGSequences) -> list[np.ndarray]:
         segments = self.segments(sequences)
@@ -334,27 +349,14 @@ class TransformerGrammar(SyntacticLM):
                 out[owner][positions[real]] = picked[row][real]
         return out
 
-    def word_logprobs(
-        self,
-        sentences: Sequence[Sequence[str]],
-        *,
-        trees: Sequence[Tree] | None = None,
-        eos: bool = False,
-        batch_size: int = 32,
-    ) -> list[Tensor]:
-        """Natural-log probability of every word given its prefix.
-
-        TXL (terminals) reads words only: exact ``log p(w_i | w_<i)``. TG and TXL (trees) are joint
-        models of words and trees: with ``trees=`` each word gets the log-probability of its pieces
-        *and* of the tree actions since the previous word under that tree. ``eos=True`` appends an
-        end entry: ``log p(</s> | sentence)`` for TXL (terminals), the closers after the last word
-        for the joint models (so a sentence's entries then sum to ``log p(x, y)``), as the action
-        LMs and ``syntaxlm.inference`` do.
-        """
-        sentences = [list(words) for words in sentences]
+    def scoring_items(self, sentences: list[list[str]], trees: Sequence[Tree] | None) -> list[ScoringItem]:
+        """Each sentence's sequence. TXL (terminals) reads words only: exact ``log p(w_i | w_<i)``.
+        TG and TXL (trees) are joint models of words and trees: with ``trees=`` each word gets the
+        log-probability of its pieces *and* of the tree actions since the previous word under that
+        tree; the end entry is ``log p(</s> | sentence)`` for TXL (terminals), the closers after the
+        last word for the joint models."""
         if self.variant == "txl-terminals":
-            if trees is not None:
-                raise ValueError("TXL (terminals) reads words only; do not give trees=")
+            reject_trees("TXL (terminals)", trees)
             trees = [Tree("S", words) for words in sentences]
         elif trees is None:
             raise ValueError(
@@ -368,22 +370,57 @@ class TransformerGrammar(SyntacticLM):
                 raise SentenceError("empty sentence; expected at least one word", sentence=i)
             if tree.leaves() != words:
                 raise SentenceError("the tree's words differ from the sentence", sentence=i)
-        sequences = self.sequences(trees)
-        logprobs = self.token_logprobs(sequences, batch_size=batch_size)
-        results = []
-        for i, (words, values) in enumerate(zip(sentences, logprobs, strict=True)):
-            sequence = sequences[i]
+        items = []
+        for sequence in self.sequences(trees):
             word = sequence.label_word.astype(np.int64)
             has_label = sequence.labels != PAD_ID
             # A structure action belongs to the next word: one more than the last word seen so far.
             seen = np.maximum.accumulate(np.where(word >= 0, word, -1))
             owner = np.where(word >= 0, word, seen + 1)
-            n = len(words)
-            # Owner n is the end entry: </s> (TXL (terminals)) or the closers after the last word.
-            sums = np.zeros(n + 1)
-            np.add.at(sums, owner[has_label], values[has_label])
-            results.append(torch.tensor(sums if eos else sums[:n]))
-        return results
+            items.append(ScoringItem(sequence, sequence.labels[has_label], owner[has_label]))
+        return items
+
+    def scoring_batches(self, items: list[ScoringItem], batch_size: int) -> list[list[int]]:
+        """In the sentences' order, as ``token_logprobs``."""
+        return consecutive_batches(len(items), batch_size)
+
+    def target_logprobs(self, items: list[ScoringItem]) -> list[Tensor]:
+        """Each sequence's segments with memory, as in training (``_chunk_logprobs``)."""
+        values = self._chunk_logprobs(_joined([item.inputs for item in items]))
+        return [
+            torch.from_numpy(logprobs[item.inputs.labels != PAD_ID])
+            for item, logprobs in zip(items, values, strict=True)
+        ]
+
+    # --- what the figures draw ------------------------------------------------------------------
+
+    def structure_mask(self, tree: Tree) -> TGSequence:
+        """The sequence this variant makes of ``tree``: its ``attention_mask()`` is STACK/COMPOSE
+        for tg and causal for the TXL baselines (TG Fig. 2b)."""
+        return self.sequences([tree])[0]
+
+    def attention_map(self, layer: int, words: Sequence[str], tree: Tree | None = None) -> AttentionMap:
+        """Layer ``layer``'s attention over the sequence of ``tree`` (TXL (terminals): of ``words``),
+        recorded during ``token_logprobs``' pass; where the layer has separate COMPOSE weights,
+        the COMPOSE rows show those. ``ValueError`` for a sequence longer than one segment."""
+        sequences = self.sequences([tree if tree is not None else Tree("S", list(words))])
+        sequence = sequences[0]
+        n = len(sequence)
+        if n > self.config.segment_length:
+            raise ValueError(
+                f"the input is {n} positions, longer than the model's segment of "
+                f"{self.config.segment_length}; the figure shows one segment"
+            )
+        with evaluating(self), record_attention(self) as recorded:
+            self.token_logprobs(sequences)
+        block = f"transformer.blocks.{layer}"
+        weights = recorded[f"{block}.attention"][0][0, :, :n, :n]
+        if recorded.get(f"{block}.compose_attention"):  # separate COMPOSE weights: rows by operation
+            composed = recorded[f"{block}.compose_attention"][0][0, :, :n, :n]
+            compose_rows = torch.from_numpy(sequence.compose.astype(bool))[None, :, None]
+            weights = torch.where(compose_rows, composed, weights)
+        tokens = [self.vocab.token(int(i)) for i in sequence.inputs]
+        return AttentionMap(tokens, weights.cpu().numpy(), sequence.attention_mask()[None])
 
     # --- search and sampling ---------------------------------------------------------------------
 
@@ -391,9 +428,7 @@ class TransformerGrammar(SyntacticLM):
         """Which ids open and close constituents: the ``(X``/``X)`` pairs of the vocabulary for TG
         and TXL (trees); none for TXL (terminals), whose sequences end with a predicted ``</s>``."""
         if self.variant == "txl-terminals":
-            return ActionGrammar(
-                len(self.vocab), {}, {}, style="words", ends_with_eos=True, symbol_ids=symbol_ids(self.vocab)
-            )
+            return words_grammar(self.vocab)
         open_label: dict[int, str] = {}
         close_label: dict[int, str | None] = {}
         for symbol in self.vocab.symbols:
@@ -454,9 +489,7 @@ class TGDecoder(Decoder):
         return len(self._length)
 
     @torch.no_grad()
-    def start(self, n: int) -> None:
-        if n < 0:
-            raise ValueError(f"the number of prefixes must be at least 0, got {n}")
+    def _start(self, n: int) -> None:
         device = self.model.device
         self._cache = self.model.transformer.key_value_cache(n)
         self._row = torch.arange(n, device=device)  # where each prefix is held
@@ -486,37 +519,24 @@ class TGDecoder(Decoder):
         return F.linear(hidden, weight, model.output_bias).float()
 
     @torch.no_grad()
-    def advance(self, parents: Tensor, tokens: Tensor) -> None:
+    def _advance(self, parents: Tensor, tokens: Tensor) -> None:
         device = self.model.device
-        parents = torch.as_tensor(parents, device=device).long()
-        tokens = torch.as_tensor(tokens, device=device).long()
-        if parents.ndim != 1 or parents.shape != tokens.shape:
-            raise ValueError(
-                f"parents and tokens must be 1-d and of one length, got shapes {tuple(parents.shape)} "
-                f"and {tuple(tokens.shape)}"
-            )
         n, m = self.size, len(parents)
         if m == 0:
             self.start(0)
             return
-        if n == 0:
-            raise IndexError("advance on a decoder that holds no prefixes; call start(n) first")
         # A kept prefix gets a padding slot; the network runs on the others only.
         kept = tokens == KEEP
         tokens = torch.where(kept, PAD_ID, tokens)
-        vocab_size = len(self._is_closer)
-        safe = parents.clamp(0, n - 1)
-        closer = self._is_closer[tokens.clamp(0, vocab_size - 1)]
-        rows = self._row[safe]
+        closer = self._is_closer[tokens]
+        rows = self._row[parents]
         n_open = self._open.sum(dim=1)[rows]
         order, row = moving_first(kept)
         held = rows[order]
         identity = (held == torch.arange(n, device=device)).all() if m == n else torch.tensor(False)
         # One transfer from the device for everything decided on the host.
-        bad_parent, bad_token, unopened, two_positions, live, same, n_kept = torch.stack(
+        unopened, two_positions, live, same, n_kept = torch.stack(
             [
-                (parents != safe).any(),
-                ((tokens < 0) | (tokens >= vocab_size)).any(),
                 (closer & (n_open == 0)).any(),
                 (closer & self.duplicates_closers).any(),
                 self._on_stack.sum(dim=1)[rows].amax(),
@@ -524,10 +544,6 @@ class TGDecoder(Decoder):
                 kept.sum(),
             ]
         ).tolist()
-        if bad_parent:
-            raise IndexError(f"parents must be in [0, {n}), got {parents.tolist()}")
-        if bad_token:
-            raise ValueError(f"tokens must be ids in [0, {vocab_size}), got {tokens.tolist()}")
         if unopened:
             i = int(torch.argmax((closer & (n_open == 0)).int()))
             token = self.model.vocab.token(int(tokens[i]))
@@ -608,7 +624,7 @@ class TGDecoder(Decoder):
             if model.config.position_kind == "linear":  # no key lies after position 0 or a query
                 reach = int(self._length.max()) + 1
             relative, position_table = model.relative_positions.lookup(distance, reach)
-        with _evaluating(model):
+        with evaluating(model):
             x = model.embedding(inputs) * math.sqrt(model.config.d_model)
             hidden = model.transformer.step(
                 x,
@@ -672,33 +688,15 @@ def _id_mask(size: int, ids, device) -> Tensor:
     return mask
 
 
-@contextmanager
-def _evaluating(module: nn.Module) -> Iterator[None]:
-    """``module`` in eval mode for the block, then back to its mode."""
-    if not module.training:
-        yield
-        return
-    module.eval()
-    try:
-        yield
-    finally:
-        module.train()
-
-
-def _take(sequences: TGSequences, indices) -> TGSequences:
-    """The sequences ``indices`` of a corpus as a corpus of their own."""
-    indices = list(indices)
-    offsets = sequences.offsets
-    spans = [np.arange(offsets[i], offsets[i + 1]) for i in indices]
-    flat = np.concatenate(spans) if spans else np.zeros(0, dtype=np.int64)
-    lengths = [len(s) for s in spans]
-    values = {}
-    for name in ("inputs", "input_types", "labels", "label_types", "label_word", "compose", "depth"):
-        values[name] = getattr(sequences, name)[flat]
-    # popped_at counts from its sequence's start, so it carries over unchanged.
-    values["popped_at"] = sequences.popped_at[flat]
+def _joined(sequences: list[TGSequence]) -> TGSequences:
+    """Sequences as one corpus of their own (``popped_at`` counts from its sequence's start, so it
+    carries over unchanged)."""
+    lengths = [len(sequence) for sequence in sequences]
+    values = {
+        name: np.concatenate([getattr(sequence, name) for sequence in sequences]) for name in _SEQUENCE_FIELDS
+    }
     return TGSequences(
-        variant=sequences.variant,
+        variant=sequences[0].variant,
         offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
         **values,
     )

@@ -11,28 +11,35 @@
   (transformer models), recorded with ``models.layers.attention.record_attention``;
 - ``report_model_figures``: the surprisal and structure figures of a report's runs (``best/``).
 
-The numbers drawn come from ``surprisal_bits``, ``attention_weights``, the model's own
-``syntactic_distances``/``induced_trees`` and its own masks; each figure function returns a
-``Figure`` (``report.plots``) that ``save_figure`` writes.
+Which figures a model can draw is on its card (``model.card.figures``; ``syntaxlm.models``), and
+the numbers drawn come from the model's own public methods: ``syntactic_distances``,
+``induced_trees``, ``structure_mask`` and ``attention_map``, and the ``Scorer`` for surprisal. Each
+figure function returns a ``Figure`` (``report.plots``) that ``save_figure`` writes.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import torch
 from matplotlib.figure import Figure
 
 from syntaxlm.errors import SyntaxlmError
 from syntaxlm.inference import BeamSettings, Scorer
 from syntaxlm.inference.beam import PAPER_BEAM
-from syntaxlm.models import SyntacticLM, load_model
-from syntaxlm.models.layers.attention import record_attention
+from syntaxlm.models import (
+    ATTENTION,
+    DISTANCES,
+    INDUCED_TREE,
+    STRUCTURE_MASK,
+    SyntacticLM,
+    load_model,
+    model_names_with,
+)
+from syntaxlm.models.base import AttentionMap
 from syntaxlm.report.plots import (
     attention_mask_figure,
     attention_weights_figure,
@@ -42,18 +49,9 @@ from syntaxlm.report.plots import (
     save_figure,
     surprisal_figure,
 )
-from syntaxlm.structure.actions import atomic_words_as_unk, encode_actions, tree_to_actions
-from syntaxlm.structure.plm_mask import BUFFER_HEAD, STACK_HEAD, plm_mask_input
-from syntaxlm.text.base import BOS_ID
 from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
 from syntaxlm.trees.ptb import parse_tree
 from syntaxlm.trees.tree import Tree
-
-TG_MODELS = ("tg", "txl-trees", "txl-terminals")
-ACTION_LM_MODELS = ("lm", "plm", "plm-mask", "sclm-past", "sclm-next")
-TRANSFORMERS = TG_MODELS + ACTION_LM_MODELS
-JOINT_TRANSFORMERS = ("tg", "txl-trees", "plm", "plm-mask")
-HEAD_NAMES = {BUFFER_HEAD: "buffer", STACK_HEAD: "stack"}  # PLM-mask's restricted heads
 
 
 class FigureError(SyntaxlmError, ValueError):
@@ -136,23 +134,19 @@ def surprisal_comparison(
 
 
 def induced_structure_figure(model: SyntacticLM, words: Sequence[str], *, title: str = "") -> Figure:
-    """PRPN Fig. 5 from the model's ``syntactic_distances``; for other tree-inducing models (SOM)
+    """PRPN Fig. 5 from the model's ``syntactic_distances``; for the other tree-inducing models (SOM)
     the binary tree of ``induced_trees``."""
     words = list(words)
     kind = model.config.model
-    distances = getattr(model, "syntactic_distances", None)
-    try:
-        if callable(distances):
-            [values] = distances([words])
+    figures = model.card.figures
+    with _refused_input(f"{kind}: "):  # e.g. PRPN's distances over subword pieces
+        if DISTANCES in figures:
+            [values] = model.syntactic_distances([words])
             title = title or f"{kind}: syntactic distances and the induced tree"
             return distance_tree_figure(words, values, title=title)
-        if model.induces_trees:
+        if INDUCED_TREE in figures:
             [tree] = model.induced_trees([words])
             return binary_tree_figure(words, nested_indices(tree), title=title or f"{kind}: induced tree")
-    except ValueError as error:  # e.g. PRPN's distances over subword pieces
-        if isinstance(error, SyntaxlmError):
-            raise
-        raise FigureError(f"{kind}: {error}") from None
     raise FigureError(
         f"{kind} induces no trees: the distance/tree figure needs a PRPN (distances) "
         "or SOM (eSOM, dSOM) model"
@@ -177,55 +171,47 @@ def nested_indices(tree: Tree) -> Any:
 
 
 def structure_mask_figure(model: SyntacticLM, tree: Tree, *, title: str = "") -> Figure:
-    """TG Fig. 2b: the mask TG's (or a TXL baseline's causal) transform makes for ``tree``, spelled
-    with the model's vocabulary; for PLM-mask its buffer and stack heads over ``<s>`` + the RNNG
-    actions. Other models have no structural mask to draw."""
-    kind = model.config.model
-    if kind in TG_MODELS:
-        sequence = model.sequences([tree])[0]
-        default = "STACK/COMPOSE attention" if kind == "tg" else "causal attention"
-        return attention_mask_figure(sequence, model.vocab.token, title=title or f"{kind}: {default}")
-    if kind == "plm-mask":
-        ids, open_start, tokens = _action_lm_input(model, tree.leaves(), tree)
-        masks = model.attention_mask(len(ids), torch.from_numpy(open_start)[None])[0].cpu().numpy()
-        panels = {f"head {h} ({name})": masks[h] for h, name in HEAD_NAMES.items()}
-        return head_masks_figure(panels, tokens, title=title or "plm-mask: the syntax-restricted heads")
-    raise FigureError(
-        f"the structure mask figure is not available for this model ({kind}); it is drawn for "
-        f"{', '.join(TG_MODELS)} and plm-mask"
-    )
+    """TG Fig. 2b: the mask the model's own transform makes for ``tree`` (``structure_mask``; TG:
+    STACK/COMPOSE, the TXL baselines: causal), spelled with the model's vocabulary; for a model whose
+    structure restricts heads (PLM-mask) those heads over ``<s>`` + the RNNG actions."""
+    kind, card = model.config.model, model.card
+    if STRUCTURE_MASK not in card.figures:
+        drawn = model_names_with(STRUCTURE_MASK)
+        raise FigureError(
+            f"the structure mask figure is not available for this model ({kind}); it is drawn for "
+            f"{', '.join(drawn[:-1])} and {drawn[-1]}"
+        )
+    with _refused_input():
+        read = model.structure_mask(tree)
+    if card.head_roles:
+        masks = read.head_masks(model.config.n_heads)
+        panels = {f"head {h} ({role})": masks[h] for h, role in card.head_roles.items()}
+        tokens = [model.vocab.token(int(i)) for i in read.ids]
+        return head_masks_figure(panels, tokens, title=title or f"{kind}: the syntax-restricted heads")
+    default = "STACK/COMPOSE attention" if read.variant == "tg" else "causal attention"
+    return attention_mask_figure(read, model.vocab.token, title=title or f"{kind}: {default}")
 
 
 # --- attention weights -------------------------------------------------------------------------------
 
 
-@dataclass
-class AttentionMap:
-    """One layer's attention for one input: ``weights[h, i, j]`` (probabilities, rows sum to 1) and
-    ``mask[h or 0, i, j]`` (``True`` = may attend) over the ``tokens`` the model read."""
-
-    tokens: list[str]
-    weights: np.ndarray
-    mask: np.ndarray
-
-
 def attention_weights(
     model: SyntacticLM, *, layer: int, words: Sequence[str] | None = None, tree: Tree | None = None
 ) -> AttentionMap:
-    """The attention probabilities of layer ``layer`` (0 = the first) for one input: ``tree`` for
-    the joint models (TG, TXL (trees), PLM, PLM-mask), ``words`` (or a tree's words) for the
-    words-only ones."""
-    kind = model.config.model
-    if kind not in TRANSFORMERS:
+    """The attention probabilities of layer ``layer`` (0 = the first) for one input
+    (``attention_map``): ``tree`` for the joint models (TG, TXL (trees), PLM, PLM-mask), ``words``
+    (or a tree's words) for the words-only ones."""
+    kind, card = model.config.model, model.card
+    if ATTENTION not in card.figures:
         raise FigureError(
-            f"attention figures are for transformer models ({', '.join(TRANSFORMERS)}); "
+            f"attention figures are for transformer models ({', '.join(model_names_with(ATTENTION))}); "
             f"{kind} has no attention"
         )
     if not 0 <= layer < model.config.n_layers:
         raise FigureError(
             f"{kind} has {model.config.n_layers} layers (0..{model.config.n_layers - 1}); got {layer}"
         )
-    if kind in JOINT_TRANSFORMERS and tree is None:
+    if card.joint and tree is None:
         raise FigureError(f"{kind} reads words and trees: give a tree")
     if words is None:
         if tree is None:
@@ -234,63 +220,8 @@ def attention_weights(
     words = list(words)
     if tree is not None and tree.leaves() != words:
         raise FigureError("the tree's words differ from the sentence")
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad(), record_attention(model) as recorded:
-            if kind in TG_MODELS:
-                return _tg_attention(model, tree if tree is not None else Tree("S", words), layer, recorded)
-            return _action_lm_attention(model, words, tree, layer, recorded)
-    finally:
-        model.train(was_training)
-
-
-def _tg_attention(model, tree: Tree, layer: int, recorded) -> AttentionMap:
-    sequences = model.sequences([tree])
-    sequence = sequences[0]
-    n = len(sequence)
-    if n > model.config.segment_length:
-        raise FigureError(
-            f"the input is {n} positions, longer than the model's segment of {model.config.segment_length}; "
-            "the figure shows one segment"
-        )
-    model.token_logprobs(sequences)
-    block = f"transformer.blocks.{layer}"
-    weights = recorded[f"{block}.attention"][0][0, :, :n, :n]
-    if recorded.get(f"{block}.compose_attention"):  # separate COMPOSE weights: rows by operation
-        composed = recorded[f"{block}.compose_attention"][0][0, :, :n, :n]
-        weights = torch.where(
-            torch.from_numpy(sequence.compose.astype(bool))[None, :, None], composed, weights
-        )
-    tokens = [model.vocab.token(int(i)) for i in sequence.inputs]
-    return AttentionMap(tokens, weights.cpu().numpy(), sequence.attention_mask()[None])
-
-
-def _action_lm_attention(model, words, tree, layer: int, recorded) -> AttentionMap:
-    ids, open_start, tokens = _action_lm_input(model, words, tree)
-    starts = None if open_start is None else torch.from_numpy(open_start)[None].to(model.device)
-    model(torch.from_numpy(ids)[None].long().to(model.device), starts)
-    weights = recorded[f"transformer.blocks.{layer}.attention"][0][0]
-    mask = model.attention_mask(len(ids), starts)[0]
-    return AttentionMap(tokens, weights.cpu().numpy(), mask.cpu().numpy())
-
-
-def _action_lm_input(model, words, tree) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
-    """What an action LM reads: ``<s>`` + the word pieces (lm, SCLM) or + the RNNG actions (PLM,
-    PLM-mask, with each position's ``open_start``), and the tokens spelled."""
-    vocab = model.vocab
-    if model.config.model in ("plm", "plm-mask"):
-        read = plm_mask_input(encode_actions(tree_to_actions(tree, "rnng"), vocab))
-        ids, open_start = read.ids.astype(np.int64), read.open_start.astype(np.int64)
-        open_start = open_start if model.config.model == "plm-mask" else None
-    else:
-        pieces = vocab.encode_words(atomic_words_as_unk(list(words), vocab)).ids
-        ids, open_start = np.concatenate(([BOS_ID], pieces)).astype(np.int64), None
-    if len(ids) > model.config.max_length:
-        raise FigureError(
-            f"the input is {len(ids)} positions, more than the model's {model.config.max_length}"
-        )
-    return ids, open_start, [vocab.token(int(i)) for i in ids]
+    with _refused_input():
+        return model.attention_map(layer, words, tree)
 
 
 def attention_figure(
@@ -303,15 +234,27 @@ def attention_figure(
     title: str = "",
 ) -> Figure:
     """Head ``head`` of layer ``layer`` (both from 0) as a heat map over the tokens the model read."""
-    kind = model.config.model
-    if kind in TRANSFORMERS and not 0 <= head < model.config.n_heads:
+    kind, card = model.config.model, model.card
+    if ATTENTION in card.figures and not 0 <= head < model.config.n_heads:
         raise FigureError(
             f"{kind} has {model.config.n_heads} heads (0..{model.config.n_heads - 1}); got {head}"
         )
     attention = attention_weights(model, layer=layer, words=words, tree=tree)
-    role = f" ({HEAD_NAMES[head]})" if kind == "plm-mask" and head in HEAD_NAMES else ""
+    role = f" ({card.head_roles[head]})" if head in card.head_roles else ""
     title = title or f"{kind}: layer {layer}, head {head}{role} (from 0)"
     return attention_weights_figure(attention.weights[head], attention.tokens, title=title)
+
+
+@contextmanager
+def _refused_input(prefix: str = "") -> Iterator[None]:
+    """A model's plain ``ValueError`` for an input it cannot draw (too long, subword pieces) as a
+    ``FigureError``, its message after ``prefix``; the library's typed errors pass unchanged."""
+    try:
+        yield
+    except ValueError as error:
+        if isinstance(error, SyntaxlmError):
+            raise
+        raise FigureError(f"{prefix}{error}") from None
 
 
 # --- the report --------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from syntaxlm.data.lexicon import MIN_LEXICON_SIZE
 from syntaxlm.errors import InputFormatError
 from syntaxlm.files import read_text
 from syntaxlm.models import ConfigError, ModelConfig, model_class, model_config
+from syntaxlm.models.base import without_unused_transformer_fields
 
 
 @dataclass
@@ -66,6 +67,21 @@ class DataConfig:
     def __post_init__(self):
         if self.vocab is None and self.vocab_path is None:
             self.vocab = VocabSettings()
+
+    def treebank_paths(self, run: Path) -> dict[str, Path]:
+        """The treebank files by role (``train``, ``valid``, ``test``: those given); the synthetic
+        ones live in the run folder ``run`` (``data/``)."""
+        if self.synthetic is not None:
+            return {
+                "train": run / "data" / "train.trees",
+                "valid": run / "data" / "dev.trees",
+                "test": run / "data" / "test.trees",
+            }
+        return {
+            role: Path(path)
+            for role, path in (("train", self.train), ("valid", self.valid), ("test", self.test))
+            if path
+        }
 
     def check(self, where: str) -> None:
         if self.vocab is not None and self.vocab_path is not None:
@@ -167,6 +183,30 @@ class RunConfig:
         )
 
 
+# Keys added to recipes after runs were made: a run's config without one had its default.
+ADDED_KEYS = {"data.on_problem": "report", "train.on_nonfinite": "stop", "train.max_skipped_batches": 10}
+
+
+def recorded_config(saved: dict[str, Any]) -> dict[str, Any]:
+    """A run's recorded ``train_config`` as ``RunConfig.to_dict`` spells it today, so that it compares
+    equal to the recipe it was made with: keys added since (``ADDED_KEYS``) get the values runs had
+    before them, and model fields a family no longer has (``n_heads``, ``d_ff`` of LSTM, PRPN, SOM)
+    are dropped."""
+    recorded = {name: dict(value) if isinstance(value, dict) else value for name, value in saved.items()}
+    for key, value in ADDED_KEYS.items():
+        section, name = key.split(".")
+        if isinstance(recorded.get(section), dict):
+            recorded[section].setdefault(name, value)
+    model = recorded.get("model")
+    if isinstance(model, dict) and isinstance(model.get("model"), str):
+        try:
+            config_class = model_class(model["model"]).config_class
+        except (ConfigError, ImportError):
+            return recorded
+        recorded["model"] = without_unused_transformer_fields(config_class, model)
+    return recorded
+
+
 SECTIONS = ("model", "data", "train")
 MAX_SEED = 2**63 - 1  # torch.manual_seed takes 64 bits; numpy's SeedSequence no negative numbers
 INT64 = range(-(2**63), 2**63)  # every integer of a recipe reaches torch or numpy as an int64
@@ -226,6 +266,7 @@ def _model_section(values: Any, where: str) -> ModelConfig:
         raise ConfigError(f"{where}: model.model: {error}") from None
     except ImportError as error:
         raise ConfigError(f"{where}: model {values['model']!r} cannot be loaded ({error})") from None
+    values = without_unused_transformer_fields(config_class, values)
     checked = _build(config_class, values, "model", where)  # key paths and types, with the file's name
     try:
         return model_config(dataclasses.asdict(checked), where=f"{where}: model")

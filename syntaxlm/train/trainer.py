@@ -41,7 +41,7 @@ import socket
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ import torch.distributed as dist
 from torch import Tensor, nn
 
 from syntaxlm.data.batching import Batch, RowCorpus
+from syntaxlm.data.treebank import read_treebank_positions, treebank_kind
 from syntaxlm.errors import InputFormatError, SyntaxlmError
 from syntaxlm.files import NO_SPACE, atomic_writer, no_space_reported, read_json, remove_temporary_files
 from syntaxlm.models import ConfigError, SyntacticLM, construct_model, model_class
@@ -62,7 +63,7 @@ from syntaxlm.train.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from syntaxlm.train.config import DataConfig, RunConfig, TrainConfig
+from syntaxlm.train.config import DataConfig, RunConfig, TrainConfig, recorded_config
 from syntaxlm.train.logs import RunLog
 
 CONFIG_FILE = "config.json"
@@ -86,8 +87,6 @@ RESUMABLE_CHANGES = frozenset(
         "max_skipped_batches",
     )
 )
-# Keys added to recipes after runs were made: a run's config without one had its default.
-ADDED_KEYS = {"data.on_problem": "report", "train.on_nonfinite": "stop", "train.max_skipped_batches": 10}
 
 
 class TrainingError(SyntaxlmError):
@@ -385,22 +384,10 @@ def start_processes(device_choice: str) -> tuple[Processes, torch.device]:
 # --- data ----------------------------------------------------------------------------------------------
 
 
-def data_paths(data: DataConfig, out: Path) -> dict[str, Path]:
-    """The treebank files a run reads (the synthetic ones live in ``out/data``)."""
-    if data.synthetic is not None:
-        folder = out / "data"
-        return {"train": folder / "train.trees", "valid": folder / "dev.trees", "test": folder / "test.trees"}
-    return {
-        role: Path(path)
-        for role, path in (("train", data.train), ("valid", data.valid), ("test", data.test))
-        if path
-    }
-
-
 def check_inputs(data: DataConfig, out: Path) -> None:
     """Fail before anything is written when a treebank file or the vocabulary folder is missing."""
     if data.synthetic is None:
-        for role, path in data_paths(data, out).items():
+        for role, path in data.treebank_paths(out).items():
             if not path.is_file():
                 raise ConfigError(f"data.{role}: no such file {path} (set data.{role} or --data-{role})")
     if data.vocab_path is not None and not Path(data.vocab_path).exists():
@@ -414,7 +401,7 @@ def _prepare_files(config: RunConfig, out: Path, processes: Processes, *, fresh:
     from syntaxlm.text.build import build_vocabulary
 
     data = config.data
-    paths = data_paths(data, out)
+    paths = data.treebank_paths(out)
     if processes.main:
         if data.synthetic is not None and (fresh or not paths["train"].is_file()):
             write_synthetic_treebank(
@@ -437,42 +424,6 @@ def _prepare_files(config: RunConfig, out: Path, processes: Processes, *, fresh:
     processes.barrier()
     vocab = load_vocabulary(data.vocab_path if data.vocab_path is not None else out / "vocab")
     return paths, vocab
-
-
-def treebank_kind(path: str | Path) -> str:
-    """``"dependency"`` for CoNLL-U files, ``"constituency"`` for PTB brackets (``SyntacticLM.reads``)."""
-    from syntaxlm.trees.dependency import is_conllu
-
-    return "dependency" if is_conllu(path) else "constituency"
-
-
-def read_treebank(path: str | Path, *, pos_tags: bool = True) -> list:
-    """The trees of a file: PTB brackets in the Choe–Charniak view (no traces, function tags, ROOT
-    or POS tags) as ``Tree``s, or CoNLL-U (``.conllu``, ``.conll``) as ``DepTree``s."""
-    return read_treebank_positions(path, pos_tags=pos_tags)[0]
-
-
-def read_treebank_positions(path: str | Path, *, pos_tags: bool = True) -> tuple[list, list[int], list[int]]:
-    """``read_treebank``, with each tree's index in the file and the indices of the trees the
-    reader dropped because cleaning left them without words (only traces, e.g.)."""
-    from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
-    from syntaxlm.trees.dependency import ConlluReader, is_conllu
-    from syntaxlm.trees.ptb import TreeReader
-
-    if is_conllu(path):
-        trees = list(ConlluReader(path))
-        return trees, list(range(len(trees))), []
-    cleaning = CHOE_CHARNIAK_CLEANING if pos_tags else replace(CHOE_CHARNIAK_CLEANING, drop_pos_tags=False)
-    reader = TreeReader(path, cleaning=cleaning, pos_tags=pos_tags)
-    trees, positions, empty = [], [], []
-    for tree in reader:  # trees emptied by cleaning are counted between two yields
-        while len(positions) + len(empty) < len(trees) + reader.report.emptied:
-            empty.append(len(positions) + len(empty))
-        positions.append(len(positions) + len(empty))
-        trees.append(tree)
-    while len(positions) + len(empty) < len(trees) + reader.report.emptied:
-        empty.append(len(positions) + len(empty))
-    return trees, positions, empty
 
 
 def prepared_corpus(
@@ -547,7 +498,7 @@ def _check_run(config: RunConfig, out: Path, processes: Processes) -> None:
         )
     check_inputs(config.data, out)
     reads = model_class(config.model.model).reads
-    for role, path in data_paths(config.data, out).items():
+    for role, path in config.data.treebank_paths(out).items():
         if treebank_kind(path) not in reads:
             raise ConfigError(
                 f"data.{role}: {path} holds {treebank_kind(path)} trees; model {config.model.model} reads "
@@ -605,7 +556,38 @@ def _lock_run_folder(out: Path) -> tuple[Any, str | None]:
 def _train(
     config: RunConfig, out: Path, *, resume: bool, progress: bool, processes: Processes, device: torch.device
 ) -> TrainResult:
-    tc = config.train
+    """The run in the locked folder ``out``: its folder, data and model, restored state, loop and record."""
+    fresh = _prepare_run_folder(config, out, processes, resume=resume)
+    model, data = _build_model_and_data(config, out, processes, fresh=fresh)
+    if processes.main:  # from here on the folder holds a run (resumable, not overwritten)
+        run_record = {
+            "model": config.model.model,
+            "seed": config.train.seed,
+            "world_size": processes.world_size,
+        }
+        with no_space_reported(out, "the run's config"):
+            _write_json(out / CONFIG_FILE, {**run_record, "train_config": config.to_dict()})
+    unigram = unigram_loss(data.train, data.valid, vocab_size=len(model.vocab))
+    run = _restore(config, out, model, data, processes, device, fresh=fresh)
+    run.open_log(unigram, progress=progress)
+    try:
+        stopped = run.loop()
+        run.finish()
+    except OSError as error:
+        if error.errno not in NO_SPACE:
+            raise
+        raise TrainingError(
+            f"training stopped at step {run.state.step}: no space left on the device of {out} "
+            f"(writing {error.filename or 'a file'}); {run.last_good_checkpoint()}, intact. Free space, "
+            "then resume (--resume)"
+        ) from error
+    finally:
+        run.log.close()
+    return _record_result(run, stopped, unigram)
+
+
+def _prepare_run_folder(config: RunConfig, out: Path, processes: Processes, *, resume: bool) -> bool:
+    """Check that ``out`` may take this run and tidy what a crash left; True when there is no checkpoint."""
     checkpoint_path = out / CHECKPOINT_FILE
     has_run = (out / CONFIG_FILE).is_file() or checkpoint_path.is_file()
     if has_run and not resume:
@@ -621,34 +603,63 @@ def _train(
         for folder in (out, out / "data", out / "vocab"):  # the folders the run writes files into
             remove_temporary_files(folder)
         repair_model_folders(out)
+    return fresh
+
+
+@dataclass
+class _RunData:
+    """The treebank files of a run, its training and validation corpora and the problems found in them."""
+
+    paths: dict[str, Path]
+    train: RowCorpus
+    valid: RowCorpus
+    problems: dict[str, DataProblems]
+
+
+def _build_model_and_data(
+    config: RunConfig, out: Path, processes: Processes, *, fresh: bool
+) -> tuple[SyntacticLM, _RunData]:
+    """Write the data files, read the treebanks, build the model, and prepare its two corpora."""
     with no_space_reported(out, "the run's data and vocabulary"):
         paths, vocab = _prepare_files(config, out, processes, fresh=fresh)
-
     treebanks = {
         role: read_treebank_positions(paths[role], pos_tags=config.data.pos_tags)
         for role in ("train", "valid")
     }
-    cls = model_class(config.model.model)
-    _seed_everything(tc.seed)
-    vocabularies = cls.vocabularies_for(config.model, treebanks["train"][0], vocab)
-    model = construct_model(cls, config.model, vocabularies)  # a hostile size is refused, not allocated
+    model = _build_model(config, treebanks["train"][0], vocab)
     prepared = {
         role: prepared_corpus(model, paths[role], treebank, on_problem=config.data.on_problem)
         for role, treebank in treebanks.items()
     }
-    del treebanks
-    (train_corpus, train_problems), (valid_corpus, valid_problems) = prepared["train"], prepared["valid"]
-    if len(train_corpus) == 0:
+    (train, train_problems), (valid, valid_problems) = prepared["train"], prepared["valid"]
+    data = _RunData(paths, train, valid, {"train": train_problems, "valid": valid_problems})
+    if len(data.train) == 0:
         raise TrainingError(f"{paths['train']}: no training rows (is the treebank empty?)")
-    if len(valid_corpus) == 0:
+    if len(data.valid) == 0:
         raise TrainingError(f"{paths['valid']}: no validation rows (is the treebank empty?)")
-    if processes.main:  # from here on the folder holds a run (resumable, not overwritten)
-        run_record = {"model": config.model.model, "seed": tc.seed, "world_size": processes.world_size}
-        with no_space_reported(out, "the run's config"):
-            _write_json(out / CONFIG_FILE, {**run_record, "train_config": config.to_dict()})
-    weights = model.loss_weights
-    unigram = unigram_loss(train_corpus, valid_corpus, vocab_size=len(model.vocab))
+    return model, data
 
+
+def _build_model(config: RunConfig, train_trees: list, vocab: Any) -> SyntacticLM:
+    """The recipe's model: vocabularies made for the training trees, weights drawn from ``train.seed``."""
+    cls = model_class(config.model.model)
+    _seed_everything(config.train.seed)
+    vocabularies = cls.vocabularies_for(config.model, train_trees, vocab)
+    return construct_model(cls, config.model, vocabularies)  # a hostile size is refused, not allocated
+
+
+def _restore(
+    config: RunConfig,
+    out: Path,
+    model: SyntacticLM,
+    data: _RunData,
+    processes: Processes,
+    device: torch.device,
+    *,
+    fresh: bool,
+) -> _Run:
+    """The run, its model on ``device`` with an optimiser: new, or as the checkpoint left them (resume)."""
+    checkpoint_path = out / CHECKPOINT_FILE
     state = TrainingState(world_size=processes.world_size)
     carried = None
     optimizer_state = None
@@ -667,212 +678,264 @@ def _train(
         state.world_size = processes.world_size
     model.to(device)
     model.train()
-    optimizer = make_optimizer(model, tc)
+    optimizer = make_optimizer(model, config.train)
     if optimizer_state is not None:
         optimizer.load_state_dict(optimizer_state)
     module: nn.Module = model
     if processes.world_size > 1:
         module = nn.parallel.DistributedDataParallel(_LossModule(model))
-
-    n_batches = max(train_corpus.n_batches(tc.batch_size), 1)
-    total_steps = planned_steps(tc, n_batches)
-    log = RunLog(
-        out, start_step=state.step, total_steps=total_steps, enabled=processes.main, progress=progress
+    checkpointed_step = None if fresh else state.step
+    return _Run(
+        config, out, processes, device, model, module, optimizer, data, state, carried, checkpointed_step
     )
-    n_parameters = sum(p.numel() for p in model.parameters())
-    log.note(
-        f"{config.model.model}: {n_parameters:,} parameters; {len(train_corpus)} training rows, "
-        f"{train_corpus.n_targets.get('lm', 0)} target tokens; {processes.world_size} process(es) on {device}"
-    )
-    log.note(
-        f"unigram baseline validation loss {unigram:.4f} nats/token (perplexity {math.exp(unigram):.2f})"
-    )
-    for role, problems in (("train", train_problems), ("valid", valid_problems)):
-        for line in problems.lines():
-            log.note(f"data.{role} {paths[role]}: {line}")
-    if state.step:
-        log.note(f"resuming at step {state.step} (epoch {state.epoch}, batch {state.batch})")
 
-    def last_good_checkpoint() -> str:
-        if not checkpoint_path.is_file():
-            return "no checkpoint was written yet"
-        return f"the last good checkpoint is {checkpoint_path} (step {_checkpoint_step(checkpoint_path)})"
 
-    def validate() -> dict[str, float]:
+@dataclass
+class _Run:
+    """A run under way: what its steps share, and the steps of its loop."""
+
+    config: RunConfig
+    out: Path
+    processes: Processes
+    device: torch.device
+    model: SyntacticLM
+    module: nn.Module  # the model, or its data-parallel wrapper
+    optimizer: torch.optim.Optimizer
+    data: _RunData
+    state: TrainingState
+    carried: Any  # what the streams pass from step to step (Transformer-XL memory), or None
+    checkpointed_step: int | None  # the step of the last checkpoint written or read
+    carried_epoch: int = field(init=False)  # the epoch whose stream ``carried`` continues
+    checkpoint_path: Path = field(init=False)
+    weights: dict[str, float] = field(init=False)  # the model's ``loss_weights``
+    n_batches: int = field(init=False)  # micro-batches per epoch
+    total_steps: int = field(init=False)  # ``planned_steps``
+    n_parameters: int = field(init=False)
+    log: RunLog = field(init=False)  # ``open_log``
+
+    def __post_init__(self):
+        self.carried_epoch = self.state.epoch
+        self.checkpoint_path = self.out / CHECKPOINT_FILE
+        self.weights = self.model.loss_weights
+        self.n_batches = max(self.data.train.n_batches(self.config.train.batch_size), 1)
+        self.total_steps = planned_steps(self.config.train, self.n_batches)
+        self.n_parameters = sum(p.numel() for p in self.model.parameters())
+
+    def open_log(self, unigram: float, *, progress: bool) -> None:
+        """Start the log: the model's size, the baseline, the data's problems, the step resumed at."""
+        state, processes, data = self.state, self.processes, self.data
+        self.log = log = RunLog(
+            self.out,
+            start_step=state.step,
+            total_steps=self.total_steps,
+            enabled=processes.main,
+            progress=progress,
+        )
+        log.note(
+            f"{self.config.model.model}: {self.n_parameters:,} parameters; {len(data.train)} training rows, "
+            f"{data.train.n_targets.get('lm', 0)} target tokens; {processes.world_size} process(es) on "
+            f"{self.device}"
+        )
+        log.note(
+            f"unigram baseline validation loss {unigram:.4f} nats/token (perplexity {math.exp(unigram):.2f})"
+        )
+        for role, problems in data.problems.items():
+            for line in problems.lines():
+                log.note(f"data.{role} {data.paths[role]}: {line}")
+        if state.step:
+            log.note(f"resuming at step {state.step} (epoch {state.epoch}, batch {state.batch})")
+
+    def loop(self) -> str:
+        """Take steps until ``max_steps``, early stopping or the last epoch; returns which ended the run."""
+        tc, state = self.config.train, self.state
+        stream = _micro_batches(self.data.train, tc, state.epoch, state.batch, self.processes)
+        interval = _Interval(state.log_interval)
+        while True:
+            if state.step >= tc.max_steps:
+                return "max_steps"
+            if tc.patience is not None and state.bad_validations >= tc.patience:
+                return "early_stopping"
+            taken = list(_take(stream, tc.grad_accum))
+            if not taken:
+                return "epochs"
+            self.step(taken, interval)
+
+    def step(self, taken: list[tuple[int, int, Batch]], interval: _Interval) -> None:
+        """One optimiser step over the micro-batches ``taken``; then the log, validation, checkpoint due."""
+        tc, state, processes = self.config.train, self.state, self.processes
+        _seed_everything(_step_seed(tc.seed, processes.rank, state.step))
+        for group in self.optimizer.param_groups:
+            group["lr"] = tc.lr * lr_factor(state.step, tc, self.total_steps)
+        step_sums = self._accumulate(taken)
+        parts = sorted(step_sums.sums)
+        totals = dict(zip(parts, processes.sum([step_sums.sums[p] for p in parts], self.device), strict=True))
+        loss = weighted_loss(totals, step_sums.counts, self.weights)
+        clip_norm = tc.clip_norm if tc.clip_norm else math.inf
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip_norm))
+        if not (math.isfinite(loss) and math.isfinite(grad_norm)):
+            what = f"loss {loss}" if not math.isfinite(loss) else f"gradient norm {grad_norm}"
+            self._skip_or_stop(taken, what)
+            return
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        state.step += 1
+        state.epoch, state.batch = taken[-1][0], taken[-1][1]
+        state.skipped_in_a_row = []
+        interval.add(totals, step_sums.counts, grad_norm)
+
+        row: dict[str, Any] = {}
+        if state.step % tc.log_every == 0:
+            row = interval.row(self.weights)
+        if state.step % tc.eval_every == 0:
+            result = self.validate()
+            row.update(valid_loss=result["loss"], valid_perplexity=result["perplexity"])
+        if row:
+            self.log.row(step=state.step, epoch=self._epoch(), lr=self.optimizer.param_groups[0]["lr"], **row)
+        self.log.advance(1, loss=loss, tokens_per_s=interval.last_rate)
+        if state.step % tc.checkpoint_every == 0:
+            self.write_checkpoint()
+
+    def _accumulate(self, taken: list[tuple[int, int, Batch]]) -> StepSums:
+        """The gradients and sums of a step's micro-batches, which may straddle two epochs (a new
+        epoch restarts the streams)."""
+        step_sums = StepSums({}, {})
+        for epoch, run in _runs_by_epoch(taken):
+            if epoch != self.carried_epoch:
+                self.carried, self.carried_epoch = None, epoch
+            part = accumulate_gradients(
+                self.module,
+                [batch for _, _, batch in run],
+                self.carried,
+                weights=self.weights,
+                device=self.device,
+                precision=self.config.train.precision,
+                world_size=self.processes.world_size,
+            )
+            self.carried = part.state
+            _add(step_sums, part)
+        return step_sums
+
+    def _skip_or_stop(self, taken: list[tuple[int, int, Batch]], what: str) -> None:
+        """A step whose ``what`` (its loss or gradient norm) is not finite: stop the run, or skip its
+        batches (``train.on_nonfinite``) with no update, the optimiser's state untouched and the step
+        not counted; the next step starts after these batches, with the streams' carried state dropped."""
+        tc, state = self.config.train, self.state
+        self.optimizer.zero_grad(set_to_none=True)
+        batches = [[epoch, index - 1] for epoch, index, _ in taken]
+        step, names = state.step + 1, _batch_names(batches)
+        if tc.on_nonfinite == "stop":
+            raise TrainingError(
+                f"training stopped: the {what} at step {step} is not finite ({names}); the "
+                f"parameters were not updated; {self.last_good_checkpoint()}. Try a lower train.lr or "
+                "train.clip_norm, train.precision fp32, or train.on_nonfinite skip"
+            )
+        state.skipped_batches += len(batches)
+        state.skipped_in_a_row.extend(batches)
+        state.epoch, state.batch = taken[-1][0], taken[-1][1]
+        self.carried = None
+        if len(state.skipped_in_a_row) >= tc.max_skipped_batches:
+            raise TrainingError(
+                f"training stopped: {len(state.skipped_in_a_row)} batches in a row had a non-finite "
+                f"loss or gradient norm (train.max_skipped_batches {tc.max_skipped_batches}): "
+                f"{_batch_names(state.skipped_in_a_row)}; the last, at step {step}, the {what}; "
+                f"{self.last_good_checkpoint()}. Try a lower train.lr or train.clip_norm"
+            )
+        self.log.note(
+            f"skipped step {step} ({names}): the {what} is not finite; no update "
+            f"({len(state.skipped_in_a_row)} in a row, {state.skipped_batches} in all)"
+        )
+
+    def validate(self) -> dict[str, float]:
+        """The validation loss now; keeps the best model (``best/``), counts validations without progress."""
+        state = self.state
         result = evaluate(
-            model,
-            valid_corpus,
-            batch_size=tc.batch_size,
-            device=device,
-            precision=tc.precision,
-            rank=processes.rank,
-            world_size=processes.world_size,
+            self.model,
+            self.data.valid,
+            batch_size=self.config.train.batch_size,
+            device=self.device,
+            precision=self.config.train.precision,
+            rank=self.processes.rank,
+            world_size=self.processes.world_size,
         )
         if not math.isfinite(result["loss"]):
             raise TrainingError(
                 f"training stopped: the validation loss at step {state.step} is {result['loss']}; "
-                f"{last_good_checkpoint()}"
+                f"{self.last_good_checkpoint()}"
             )
         state.last_valid_loss, state.last_valid_step = result["loss"], state.step
         if state.best_valid_loss is None or result["loss"] < state.best_valid_loss:
             state.best_valid_loss, state.best_step, state.bad_validations = result["loss"], state.step, 0
-            if processes.main:
-                save_model_folder(model, out / BEST)
+            if self.processes.main:
+                save_model_folder(self.model, self.out / BEST)
         else:
             state.bad_validations += 1
-        log.note(
-            f"step {state.step}: validation loss {result['loss']:.4f} (perplexity {result['perplexity']:.2f}); "
+        self.log.note(
+            f"step {state.step}: validation loss {result['loss']:.4f} "
+            f"(perplexity {result['perplexity']:.2f}); "
             f"best {state.best_valid_loss:.4f} at step {state.best_step}"
         )
         return result
 
-    written = {"step": state.step if not fresh else None}
-
-    def write_checkpoint(carried_now: Any) -> None:
-        if written["step"] == state.step:
+    def write_checkpoint(self) -> None:
+        """The checkpoint of this step (once), with every process's carried state."""
+        if self.checkpointed_step == self.state.step:
             return
-        written["step"] = state.step
-        everyone = processes.gather(_moved(carried_now, "cpu"))
-        if processes.main:
+        self.checkpointed_step = self.state.step
+        everyone = self.processes.gather(_moved(self.carried, "cpu"))
+        if self.processes.main:
             save_checkpoint(
-                checkpoint_path,
-                model=model.state_dict(),
-                optimizer=optimizer.state_dict(),
-                state=state,
+                self.checkpoint_path,
+                model=self.model.state_dict(),
+                optimizer=self.optimizer.state_dict(),
+                state=self.state,
                 carried=everyone,
             )
 
-    stream = _micro_batches(train_corpus, tc, state.epoch, state.batch, processes)
-    carried_epoch = state.epoch
-    interval = _Interval(state.log_interval)
-    stopped = "max_steps"
-    try:
-        while True:
-            if state.step >= tc.max_steps:
-                break
-            if tc.patience is not None and state.bad_validations >= tc.patience:
-                stopped = "early_stopping"
-                break
-            taken = list(_take(stream, tc.grad_accum))
-            if not taken:
-                stopped = "epochs"
-                break
-            _seed_everything(_step_seed(tc.seed, processes.rank, state.step))
-            for group in optimizer.param_groups:
-                group["lr"] = tc.lr * lr_factor(state.step, tc, total_steps)
-            # Micro-batches of one step may straddle two epochs; a new epoch restarts the streams.
-            step_sums = StepSums({}, {})
-            for epoch, run in _runs_by_epoch(taken):
-                if epoch != carried_epoch:
-                    carried, carried_epoch = None, epoch
-                part = accumulate_gradients(
-                    module,
-                    [batch for _, _, batch in run],
-                    carried,
-                    weights=weights,
-                    device=device,
-                    precision=tc.precision,
-                    world_size=processes.world_size,
-                )
-                carried = part.state
-                _add(step_sums, part)
-            parts = sorted(step_sums.sums)
-            totals = dict(zip(parts, processes.sum([step_sums.sums[p] for p in parts], device), strict=True))
-            loss = weighted_loss(totals, step_sums.counts, weights)
-            grad_norm = float(
-                torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip_norm if tc.clip_norm else math.inf)
-            )
-            if not (math.isfinite(loss) and math.isfinite(grad_norm)):
-                what = f"loss {loss}" if not math.isfinite(loss) else f"gradient norm {grad_norm}"
-                optimizer.zero_grad(set_to_none=True)
-                batches = [[epoch, index - 1] for epoch, index, _ in taken]
-                step, names = state.step + 1, _batch_names(batches)
-                if tc.on_nonfinite == "stop":
-                    raise TrainingError(
-                        f"training stopped: the {what} at step {step} is not finite ({names}); the "
-                        f"parameters were not updated; {last_good_checkpoint()}. Try a lower train.lr or "
-                        "train.clip_norm, train.precision fp32, or train.on_nonfinite skip"
-                    )
-                # Skipped: no update, the optimiser's state untouched, the step not counted; the
-                # next step starts after these batches, with the streams' carried state dropped.
-                state.skipped_batches += len(batches)
-                state.skipped_in_a_row.extend(batches)
-                state.epoch, state.batch = taken[-1][0], taken[-1][1]
-                carried = None
-                if len(state.skipped_in_a_row) >= tc.max_skipped_batches:
-                    raise TrainingError(
-                        f"training stopped: {len(state.skipped_in_a_row)} batches in a row had a non-finite "
-                        f"loss or gradient norm (train.max_skipped_batches {tc.max_skipped_batches}): "
-                        f"{_batch_names(state.skipped_in_a_row)}; the last, at step {step}, the {what}; "
-                        f"{last_good_checkpoint()}. Try a lower train.lr or train.clip_norm"
-                    )
-                log.note(
-                    f"skipped step {step} ({names}): the {what} is not finite; no update "
-                    f"({len(state.skipped_in_a_row)} in a row, {state.skipped_batches} in all)"
-                )
-                continue
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            state.step += 1
-            state.epoch, state.batch = taken[-1][0], taken[-1][1]
-            state.skipped_in_a_row = []
-            interval.add(totals, step_sums.counts, grad_norm)
-
-            row: dict[str, Any] = {}
-            if state.step % tc.log_every == 0:
-                row = interval.row(weights)
-            if state.step % tc.eval_every == 0:
-                result = validate()
-                row.update(valid_loss=result["loss"], valid_perplexity=result["perplexity"])
-            if row:
-                log.row(
-                    step=state.step,
-                    epoch=round(state.epoch + state.batch / n_batches, 4),
-                    lr=optimizer.param_groups[0]["lr"],
-                    **row,
-                )
-            log.advance(1, loss=loss, tokens_per_s=interval.last_rate)
-            if state.step % tc.checkpoint_every == 0:
-                write_checkpoint(carried)
-
+    def finish(self) -> None:
+        """After the last step: validate (unless just done), write the checkpoint and the ``last/`` model."""
+        state = self.state
         if state.step > 0 and state.last_valid_step != state.step:
-            result = validate()
-            log.row(
+            result = self.validate()
+            self.log.row(
                 step=state.step,
-                epoch=round(state.epoch + state.batch / n_batches, 4),
+                epoch=self._epoch(),
                 valid_loss=result["loss"],
                 valid_perplexity=result["perplexity"],
             )
         if state.step > 0:
-            write_checkpoint(carried)
-        if processes.main and state.step > 0:
-            save_model_folder(model, out / LAST)
-            if not (out / BEST).is_dir():
-                save_model_folder(model, out / BEST)
-    except OSError as error:
-        if error.errno not in NO_SPACE:
-            raise
-        raise TrainingError(
-            f"training stopped at step {state.step}: no space left on the device of {out} "
-            f"(writing {error.filename or 'a file'}); {last_good_checkpoint()}, intact. Free space, "
-            "then resume (--resume)"
-        ) from error
-    finally:
-        log.close()
+            self.write_checkpoint()
+        if self.processes.main and state.step > 0:
+            save_model_folder(self.model, self.out / LAST)
+            if not (self.out / BEST).is_dir():
+                save_model_folder(self.model, self.out / BEST)
 
+    def last_good_checkpoint(self) -> str:
+        """Where a stopped run can be resumed from, for the error that stops it."""
+        if not self.checkpoint_path.is_file():
+            return "no checkpoint was written yet"
+        path = self.checkpoint_path
+        return f"the last good checkpoint is {path} (step {_checkpoint_step(path)})"
+
+    def _epoch(self) -> float:
+        return round(self.state.epoch + self.state.batch / self.n_batches, 4)
+
+
+def _record_result(run: _Run, stopped: str, unigram: float) -> TrainResult:
+    """How the run ended, also written to ``training.json`` by the first process."""
+    state, data, config = run.state, run.data, run.config
     result = TrainResult(
-        run=out,
+        run=run.out,
         steps=state.step,
         stopped=stopped,
         best_valid_loss=state.best_valid_loss,
         best_step=state.best_step,
         last_valid_loss=state.last_valid_loss,
         unigram_valid_loss=unigram,
-        model=model,
+        model=run.model,
         skipped_batches=state.skipped_batches,
-        data_problems={"train": train_problems.to_dict(), "valid": valid_problems.to_dict()},
+        data_problems={role: problems.to_dict() for role, problems in data.problems.items()},
     )
-    if processes.main:
+    if run.processes.main:
         record = result_record(
             "training",
             {
@@ -884,17 +947,17 @@ def _train(
                 "best_step": state.best_step,
                 "last_valid_loss": state.last_valid_loss,
                 "unigram_valid_loss": unigram,
-                "valid_tokens": valid_corpus.n_targets.get("lm", 0),
-                "train_tokens": train_corpus.n_targets.get("lm", 0),
-                "parameters": n_parameters,
+                "valid_tokens": data.valid.n_targets.get("lm", 0),
+                "train_tokens": data.train.n_targets.get("lm", 0),
+                "parameters": run.n_parameters,
                 "loss_unit": "nats per target token (lm part)",
                 "skipped_batches": state.skipped_batches,
                 "data_problems": result.data_problems,
             },
-            inputs={role: path for role, path in paths.items()},
-            options={"config": config.to_dict(), "world_size": processes.world_size},
+            inputs={role: path for role, path in data.paths.items()},
+            options={"config": config.to_dict(), "world_size": run.processes.world_size},
         )
-        write_result(out / RESULT_FILE, record)
+        write_result(run.out / RESULT_FILE, record)
     return result
 
 
@@ -1086,7 +1149,7 @@ def _check_resumable(config: RunConfig, saved_path: Path) -> None:
     saved = saved.get("train_config") if isinstance(saved, dict) else None
     if not isinstance(saved, dict):
         raise TrainingError(f"{saved_path}: no train_config; was this folder written by syntaxlm train?")
-    now, before = _flat(config.to_dict()), {**ADDED_KEYS, **_flat(saved)}
+    now, before = _flat(config.to_dict()), _flat(recorded_config(saved))
     changed = sorted(key for key in now.keys() | before.keys() if now.get(key) != before.get(key))
     changed = [key for key in changed if key not in RESUMABLE_CHANGES]
     if changed:

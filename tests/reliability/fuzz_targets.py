@@ -41,7 +41,8 @@ import typer
 from click.testing import CliRunner
 from hypothesis import strategies as st
 
-from syntaxlm.cli import _given_trees, _is_treebank, _read_sentences, app
+from syntaxlm.cli import app
+from syntaxlm.data.sentences import is_treebank, read_given_trees, read_sentences
 from syntaxlm.errors import ActionSequenceError, InputFormatError, SyntaxlmError
 from syntaxlm.eval.blimp import read_blimp_logprobs, read_paradigm
 from syntaxlm.eval.generation import GenerationInputError
@@ -921,13 +922,13 @@ def check_sentences(value: tuple[int, bytes], folder: Path) -> None:
     def located(error: SyntaxlmError) -> None:
         located_in_file(error, path, data)
 
-    treebank = outcome(lambda: _is_treebank(path), located)
+    treebank = outcome(lambda: is_treebank(path), located)
     if failed(treebank):
         return
     if treebank:
-        outcome(lambda: _given_trees(path, bool(options & 1)), located)
+        outcome(lambda: read_given_trees(path, pos_tags=bool(options & 1)), located)
         return
-    sentences = outcome(lambda: _read_sentences(path), located)
+    sentences = outcome(lambda: read_sentences(path), located)
     if not failed(sentences):
         lines = io.StringIO(data.decode("utf-8-sig"), newline=None).readlines()
         assert sentences == [line.split() for line in lines], "a sentence was dropped or changed"

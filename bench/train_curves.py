@@ -13,7 +13,6 @@ nonterminals), so compare each model with its own unigram baseline, not with eac
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import platform
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from syntaxlm.report.plots import save_figure, training_curves_figure
+from syntaxlm.report.plots import read_loss_curves, save_figure, training_curves_figure
 from syntaxlm.train.config import load_config
 from syntaxlm.train.trainer import train
 from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
@@ -50,16 +49,6 @@ def split_wsj(out: Path) -> dict[str, Path]:
     return paths
 
 
-def validation_curve(log: Path) -> tuple[list[int], list[float]]:
-    steps, losses = [], []
-    with open(log, newline="") as handle:
-        for row in csv.DictReader(handle):
-            if row.get("valid_loss"):
-                steps.append(int(row["step"]))
-                losses.append(float(row["valid_loss"]))
-    return steps, losses
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=list(MODELS))
@@ -77,7 +66,7 @@ def main() -> None:
         "steps": args.steps,
         "results": {},
     }
-    curves, baselines = {}, {}
+    train_curves, curves, baselines = {}, {}, {}
     for name in args.models:
         overrides = [
             "data.synthetic=null",
@@ -92,7 +81,7 @@ def main() -> None:
         config = load_config(ROOT / "configs" / f"{name}-tiny.yaml", overrides)
         start = time.perf_counter()
         result = train(config, folder / name, progress=False)
-        steps, losses = validation_curve(folder / name / "log.csv")
+        train_curves[name], (steps, losses) = read_loss_curves(folder / name / "log.csv")
         curves[name] = (steps, losses)
         baselines[f"{name} unigram"] = result.unigram_valid_loss
         report["results"][name] = {
@@ -105,9 +94,10 @@ def main() -> None:
             "curve": {"step": steps, "valid_loss": [round(x, 4) for x in losses]},
         }
         print(json.dumps({name: report["results"][name]}), flush=True)
-    save_figure(
-        training_curves_figure(curves, title="tiny recipes on the WSJ sample (validation)"), args.figure
+    figure = training_curves_figure(
+        train=train_curves, valid=curves, baselines=baselines, title="tiny recipes on the WSJ sample"
     )
+    save_figure(figure, args.figure)
     print(json.dumps(report, indent=2))
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,10 +19,11 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's plain help: rich's option tables truncate names at 80 columns
     help="Syntactic language models: data, training, scoring, parsing and the papers' evaluations.",
 )
 data_app = typer.Typer(
-    no_args_is_help=True, help="Treebanks: synthetic data, downloads, statistics, conversion."
+    no_args_is_help=True, help="Treebanks: synthetic data, downloads, statistics, splits, conversion."
 )
 vocab_app = typer.Typer(no_args_is_help=True, help="Word and subword vocabularies.")
 app.add_typer(data_app, name="data")
@@ -40,6 +43,24 @@ plot_app = typer.Typer(
 app.add_typer(plot_app, name="plot")
 model_app = typer.Typer(no_args_is_help=True, help="Saved models and checkpoints: sealing trusted files.")
 app.add_typer(model_app, name="model")
+
+
+@app.callback()
+def global_options(
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="CPU threads torch uses; worker processes share them out. Default: OMP_NUM_THREADS when "
+            "set, else the cores not busy when the command starts (the 1-minute load average), at "
+            "least 1. Numbers can differ in their last digits with the thread count.",
+        ),
+    ] = None,
+) -> None:
+    """Syntactic language models: data, training, scoring, parsing and the papers' evaluations."""
+    from syntaxlm.threads import use_threads
+
+    use_threads(threads)
 
 
 def _print_json(value) -> None:
@@ -102,29 +123,121 @@ def data_download(
     typer.echo(f"{name}: {len(paths)} files verified in {dest}")
 
 
+NO_POS_TAGS_HINT = "for trees without POS tags (Choe–Charniak style) pass --no-pos-tags"
+
+
 @data_app.command("stats")
 def data_stats(
-    path: Annotated[Path, typer.Argument(help="Treebank file or folder (PTB brackets) or a .conllu file.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Treebank files or folders (PTB brackets) or .conllu files; several: each and their total."
+        ),
+    ],
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help='Print JSON: one object, or for several paths {"paths": [...], "total": {...}}.'
+        ),
+    ] = False,
     skip_bad: Annotated[bool, typer.Option(help="Skip malformed trees/sentences and report them.")] = False,
     pos_tags: Annotated[
         bool, typer.Option(help="Trees have POS tags (Penn style); --no-pos-tags for Choe–Charniak.")
     ] = True,
 ) -> None:
-    """Sentences, words, depth and label counts of a treebank or CoNLL-U file."""
-    from syntaxlm.data.stats import corpus_stats
+    """Sentences, words, depth and label counts of treebanks or CoNLL-U files."""
+    from syntaxlm.data.stats import corpus_stats, total_stats
+    from syntaxlm.errors import MissingPosTagError
 
-    stats = corpus_stats(path, skip_bad=skip_bad, pos_tags=pos_tags)
+    try:
+        each = [corpus_stats(path, skip_bad=skip_bad, pos_tags=pos_tags) for path in paths]
+    except MissingPosTagError as error:
+        raise error.with_hint(NO_POS_TAGS_HINT) from None
+    reports = each if len(each) == 1 else [*each, total_stats(each)]
     if as_json:
-        _print_json(stats)
+        _print_json(each[0] if len(each) == 1 else {"paths": each, "total": reports[-1]})
         return
-    for key, value in stats.items():
-        if isinstance(value, dict) and key not in ("sentence_length", "depth"):
-            top = ", ".join(f"{label} {count}" for label, count in list(value.items())[:15])
-            value = f"{len(value)} kinds; most frequent: {top}"
-        elif isinstance(value, list):
-            value = f"{len(value)}" + "".join(f"\n    {item}" for item in value[:20])
-        typer.echo(f"{key:>28}: {value}")
+    for stats in reports:
+        if len(reports) > 1:
+            typer.echo(f"== {stats['path']}")
+        for key, value in stats.items():
+            if isinstance(value, dict) and key not in ("sentence_length", "depth"):
+                top = ", ".join(f"{label} {count}" for label, count in list(value.items())[:15])
+                value = f"{len(value)} kinds; most frequent: {top}"
+            elif isinstance(value, list):
+                value = f"{len(value)}" + "".join(f"\n    {item}" for item in value[:20])
+            typer.echo(f"{key:>28}: {value}")
+
+
+@data_app.command("split")
+def data_split(
+    sources: Annotated[
+        list[Path],
+        typer.Argument(help="Treebank files or folders (searched recursively): PTB brackets or CoNLL-U."),
+    ],
+    out: Annotated[
+        Path, typer.Option(help="Folder for train/dev/test.trees (.conllu for CoNLL-U) and split.json.")
+    ],
+    ratio: Annotated[
+        str | None,
+        typer.Option(
+            help="Deal the sentences at random: train,dev[,test] fractions summing to 1 (0.8,0.1,0.1)."
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of --ratio's shuffle; the same seed, the same split.")] = 0,
+    wsj_sections: Annotated[
+        bool,
+        typer.Option(
+            "--wsj-sections",
+            help="The standard WSJ split by the section in each file name (wsj_0201.mrg: 02): "
+            "train 02-21, dev 22, test 23.",
+        ),
+    ] = False,
+    train: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Files of the train split: names, paths under a folder given, or quoted glob patterns "
+            "('wsj_02*.mrg'); @FILE reads them from FILE, one a line (repeatable).",
+        ),
+    ] = None,
+    dev: Annotated[list[str] | None, typer.Option(help="Files of the dev split, as for --train.")] = None,
+    test: Annotated[list[str] | None, typer.Option(help="Files of the test split, as for --train.")] = None,
+    pos_tags: Annotated[
+        bool, typer.Option(help="Trees have POS tags (Penn style); --no-pos-tags for Choe–Charniak.")
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the manifest (split.json) as JSON.")] = False,
+) -> None:
+    """Split a treebank into train/dev/test files: by ratio, by file lists, or by WSJ sections."""
+    from syntaxlm.data import split
+    from syntaxlm.errors import MissingPosTagError
+
+    lists = {name: given for name, given in (("train", train), ("dev", dev), ("test", test)) if given}
+    ways = {"--ratio": ratio, "--wsj-sections": wsj_sections, "--train/--dev/--test": lists}
+    chosen = [way for way, given in ways.items() if given]
+    if len(chosen) != 1:
+        raise typer.BadParameter(
+            "choose one way to split: --ratio, --wsj-sections or --train/--dev/--test "
+            f"(given: {', '.join(chosen) or 'none'})"
+        )
+    try:
+        if ratio is not None:
+            ratios = split.parse_ratios(ratio)
+            manifest = split.split_by_ratio(sources, out, ratios, seed=seed, pos_tags=pos_tags)
+        elif wsj_sections:
+            manifest = split.split_by_wsj_sections(sources, out, pos_tags=pos_tags)
+        else:
+            manifest = split.split_by_file_lists(sources, out, lists, pos_tags=pos_tags)
+    except MissingPosTagError as error:
+        raise error.with_hint(NO_POS_TAGS_HINT) from None
+    if as_json:
+        _print_json(manifest)
+        return
+    for name, counts in manifest["splits"].items():
+        sentences, files = counts["sentences"], counts["files"]
+        typer.echo(f"{name:>5}: {sentences} sentences of {files} files -> {counts['path']}")
+    left_out = manifest["left_out"]
+    if left_out["files"]:
+        typer.echo(f"left out: {left_out['sentences']} sentences of {left_out['files']} files")
 
 
 class CleaningStyle(str, Enum):
@@ -509,6 +622,9 @@ SkipLongOption = Annotated[
         "names them) instead of stopping.",
     ),
 ]
+SentenceLimitOption = Annotated[
+    int | None, typer.Option("--limit", min=1, help="Only the first N sentences (a quick check).")
+]
 
 
 class ScoreMethod(str, Enum):
@@ -586,6 +702,7 @@ def _emit(kind: str, result, as_json: bool, out: Path | None, text: str, inputs=
 
 
 OutOption = Annotated[Path | None, typer.Option(help="Also write the result JSON to this file.")]
+ResultJsonOption = Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")]
 ModelMethodOption = Annotated[
     str, typer.Option(help="--model: auto (exact for words-only models, beam for joint ones), beam, exact.")
 ]
@@ -615,7 +732,8 @@ def eval_sg(
             "(on 2 cores, 2 workers score ~1.2x faster than 1).",
         ),
     ] = 1,
-    as_json: JsonOption = False,
+    progress: ProgressOption = True,
+    as_json: ResultJsonOption = False,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -644,10 +762,15 @@ def eval_sg(
     from syntaxlm.experiments import beam_options, suite_results
 
     scorer = _scorer(model, method, action_beam, word_beam, fast_track)
+    if scorer.joint and (workers == 1 or len(paths) == 1):  # scored here, where it can be timed
+        from syntaxlm.eval.syntaxgym import load_suite
+
+        sentences = [text.split() for path in paths for _, _, text in load_suite(path).sentences()]
+        _estimate_before(scorer, sentences)
     options = {"method": scorer.method} | beam_options(scorer)
     inputs = {"model": model / "model.safetensors"}
     results = {}
-    for path, result in suite_results(scorer, paths, progress=True, workers=workers):
+    for path, result in suite_results(scorer, paths, progress=progress, workers=workers):
         suite_inputs = {"suite": path} | inputs
         if len(paths) == 1:
             _emit("syntaxgym", result, as_json, out, format_suite_result(result), suite_inputs, options)
@@ -698,10 +821,13 @@ def eval_parse(
         bool,
         typer.Option("--gold-tags", help="Predicted trees have no POS tags: put the gold tags back first."),
     ] = False,
-    as_json: JsonOption = False,
+    as_json: ResultJsonOption = False,
     out: OutOption = None,
 ) -> None:
-    """EVALB-compatible bracket scores, per sentence and for the corpus (EVALB's output by default)."""
+    """EVALB-compatible bracket scores, per sentence and for the corpus (EVALB's output by default).
+
+    As EVALB, the text output writes a line to stderr for each sentence it cannot score
+    ("2 : Length unmatch (13|14)"); --json gives them as "errors"."""
     from syntaxlm.eval.parseval import COLLINS_PARAMS, evaluate_parses, read_prm, with_gold_tags
     from syntaxlm.trees.ptb import TreeReader
 
@@ -720,6 +846,9 @@ def eval_parse(
         result = evaluate_parses(gold, pred, params)
     options = {"unlabeled": unlabeled, "gold_tags": gold_tags}
     inputs = {"gold": gold, "pred": pred} | ({"prm": prm} if prm else {})
+    if not as_json:
+        for message in result.error_messages():
+            typer.echo(message, err=True)
     _emit("parseval", result.to_json(), as_json, out, result.to_text(), inputs, options)
 
 
@@ -727,7 +856,10 @@ def eval_parse(
 def eval_uf1(
     gold: Annotated[Path, typer.Option(help="Gold trees with POS tags (PTB brackets).")],
     pred: Annotated[
-        Path | None, typer.Option(help="Predicted trees, one per line: brackets or JSON nested lists.")
+        Path | None,
+        typer.Option(
+            help='Predicted trees, one per line: brackets or JSON nested lists ("word" for a one-word tree).'
+        ),
     ] = None,
     distances: Annotated[
         Path | None, typer.Option(help="Syntactic distances, one JSON list per line (PRPN's parser).")
@@ -737,7 +869,7 @@ def eval_uf1(
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the RANDOM baseline.")] = 0,
     per_sentence: Annotated[bool, typer.Option(help="Text output: one line per sentence too.")] = False,
-    as_json: JsonOption = False,
+    as_json: ResultJsonOption = False,
     out: OutOption = None,
 ) -> None:
     """Unsupervised parsing F1 (sentence-level mean and corpus level) with the branching baselines."""
@@ -779,12 +911,19 @@ def eval_blimp(
     max_pairs: Annotated[
         int | None, typer.Option(help="Only the first N pairs of each paradigm by pairID (a quick check).")
     ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Only the first N pairs in all (after --paradigm, --ten-percent, --max-pairs)."
+        ),
+    ] = None,
     action_beam: ActionBeamOption = 100,
     word_beam: WordBeamOption = 10,
     fast_track: FastTrackOption = 5,
     batch_size: Annotated[int, typer.Option(help="--model: sentences per batch.")] = 64,
     per_paradigm: Annotated[bool, typer.Option(help="Text output: every paradigm too.")] = False,
-    as_json: JsonOption = False,
+    progress: ProgressOption = True,
+    as_json: ResultJsonOption = False,
     out: OutOption = None,
 ) -> None:
     """BLiMP accuracy (per paradigm, per phenomenon, overall) from precomputed log-probs or a model's.
@@ -804,13 +943,18 @@ def eval_blimp(
         "ten_percent": ten_percent,
         "max_pairs": max_pairs,
         "paradigms": paradigms or "all",
+        "limit": limit,
     }
+    if limit is not None:
+        options["pairs_selected"] = len(pairs)  # the first `limit` of them scored: a subset
+        pairs = pairs[:limit]
     if model is not None:
-        from syntaxlm.eval.scorers import blimp_scorer
+        from syntaxlm.eval.scorers import blimp_scorer, ptb_tokens
         from syntaxlm.experiments import beam_options
 
         scorer = _scorer(model, method, action_beam, word_beam, fast_track, batch_size=batch_size)
-        result = score_blimp(pairs, blimp_scorer(scorer), batch_size=batch_size * 4, progress=True)
+        _estimate_before(scorer, [ptb_tokens(s) for pair in pairs for s in (pair.good, pair.bad)])
+        result = score_blimp(pairs, blimp_scorer(scorer), batch_size=batch_size * 4, progress=progress)
         options |= {"method": scorer.method} | beam_options(scorer)
         inputs = {"data": data, "model": model / "model.safetensors"}
     else:
@@ -852,7 +996,8 @@ def eval_ppl(
     batch_size: BatchSizeOption = 16,
     progress: ProgressOption = True,
     skip_long: SkipLongOption = False,
-    as_json: JsonOption = False,
+    limit: SentenceLimitOption = None,
+    as_json: ResultJsonOption = False,
     out: OutOption = None,
 ) -> None:
     """Word-level perplexity of a model on sentences or a treebank (pieces summed per word).
@@ -886,12 +1031,17 @@ def eval_ppl(
         given["trees"] = trees
     elif scorer.method == "proposals":
         given["proposals"] = read_proposals(proposals, n_sentences=len(words), pos_tags=pos_tags)
+    in_data = len(words)
+    words, given = words[:limit], {key: value[:limit] for key, value in given.items()}
     kept, kept_words, given = _sentences_to_score(scorer, words, given, skip_long)
     skipped = sorted(set(range(len(words))) - set(kept))
+    _estimate_before(scorer, kept_words)
     logprobs, ends, marginalisation = perplexity_logprobs(scorer, kept_words, **given)
     result = perplexity(logprobs, ends, marginalisation=marginalisation)
     inputs = {"data": data, "model": model / "model.safetensors"}
-    options = {"method": scorer.method, "context": marginalisation["context"]}
+    options = {"method": scorer.method, "context": marginalisation["context"], "limit": limit}
+    if limit is not None:
+        options["sentences_in_data"] = in_data  # the first `limit` of them scored: a subset
     if skipped:
         options["skipped_too_long"] = skipped  # sentence indices in DATA
     _emit("perplexity", result.to_json(), as_json, out, result.render(), inputs, options)
@@ -906,7 +1056,7 @@ def eval_gen(
         typer.Option(help="Self-BLEU within a random sample of this many texts (it is quadratic)."),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the Self-BLEU sample.")] = 0,
-    as_json: JsonOption = False,
+    as_json: ResultJsonOption = False,
     out: OutOption = None,
 ) -> None:
     """Generation metrics of the DMLM paper: BLEU-1/2, Distinct-2/3, Self-BLEU-2/3."""
@@ -956,6 +1106,7 @@ def score_command(
     batch_size: BatchSizeOption = 16,
     progress: ProgressOption = True,
     skip_long: SkipLongOption = False,
+    limit: SentenceLimitOption = None,
 ) -> None:
     """Per-word surprisal of every sentence of a file under a saved model."""
     from syntaxlm.data.sentences import read_given_trees, read_sentences
@@ -970,7 +1121,9 @@ def score_command(
         given["trees"] = read_given_trees(trees, pos_tags=pos_tags)
     if proposals is not None:
         given["proposals"] = read_proposals(proposals, n_sentences=len(words), pos_tags=pos_tags)
+    words, given = words[:limit], {key: value[:limit] for key, value in given.items()}
     kept, kept_words, given = _sentences_to_score(scorer, words, given, skip_long)
+    _estimate_before(scorer, kept_words)
     scores = scorer.score(kept_words, **given)
     records = [scores_record(s, index=i, unit=unit.value, eos=eos) for i, s in zip(kept, scores, strict=True)]
     name = f"surprisal_{unit.value}"
@@ -996,6 +1149,28 @@ def _scorer(model: Path, method: str, action_beam: int, word_beam: int, fast_tra
 
     loaded = load_model(model)
     return Scorer(loaded, method=method, beam=BeamSettings(action_beam, word_beam, fast_track), **options)
+
+
+def _estimate_teller(sentences: list[list[str]], beam=None):
+    """An ``on_estimate`` for scoring ``sentences`` with a joint model: says on stderr how long the
+    whole will take, and for long work how to shorten it (``inference.estimate``); ``beam``: the
+    beam search's settings when it is the method."""
+    from syntaxlm.inference.estimate import estimate_message
+
+    words = sum(map(len, sentences))
+
+    def tell(estimate) -> None:
+        message = estimate_message(estimate, sentences=len(sentences), words=words, beam=beam)
+        if message is not None:
+            typer.secho(message, err=True, fg=typer.colors.YELLOW)
+
+    return tell
+
+
+def _estimate_before(scorer, sentences: list[list[str]]) -> None:
+    """Have ``scorer``, when its model is joint, say how long scoring ``sentences`` will take."""
+    if scorer.joint:
+        scorer.on_estimate = _estimate_teller(sentences, scorer.beam if scorer.method == "beam" else None)
 
 
 def _sentences_to_score(
@@ -1052,6 +1227,7 @@ def parse_command(
     fast_track: FastTrackOption = 5,
     batch_size: BatchSizeOption = 16,
     progress: ProgressOption = True,
+    limit: SentenceLimitOption = None,
 ) -> None:
     """Parse sentences with a joint or structure-inducing model: PTB brackets, one tree per line."""
     from syntaxlm.data.sentences import read_sentences
@@ -1065,14 +1241,17 @@ def parse_command(
     given = (
         None if proposals is None else read_proposals(proposals, n_sentences=len(words), pos_tags=pos_tags)
     )
+    words, given = words[:limit], None if given is None else given[:limit]
+    beam = BeamSettings(action_beam, word_beam, fast_track)
     trees = parse(
         load_model(model),
         words,
         method=method.value,
         proposals=given,
-        beam=BeamSettings(action_beam, word_beam, fast_track),
+        beam=beam,
         batch_size=batch_size,
         progress=progress,
+        on_estimate=_estimate_teller(words, beam if method != ParseMethod.rerank else None),
     )
     if out is None:
         typer.echo("\n".join(tree.to_bracket() for tree in trees))
@@ -1154,8 +1333,10 @@ def report(
         typer.Option(help="The model every other is compared with on SyntaxGym (default: the first run's)."),
     ] = None,
 ) -> None:
-    """A Markdown report (model x metric, mean ± std over seeds), SyntaxGym comparisons with
-    intervals, and figures, from result files."""
+    """A Markdown report from result files: per kind of result, a table of the models' numbers (mean
+    ± std over seeds) with how each was obtained (method, bound, beam, subset), warning where the
+    models were not evaluated alike and ranking nothing there; SyntaxGym comparisons with intervals;
+    figures."""
     from syntaxlm.report.report import make_report
 
     try:
@@ -1163,6 +1344,35 @@ def report(
     except ValueError as error:
         raise typer.BadParameter(str(error)) from None
     typer.echo(f"report written to {path}")
+
+
+compare_app = typer.Typer(no_args_is_help=True, help="Two runs side by side, item by item.")
+app.add_typer(compare_app, name="compare")
+
+
+@compare_app.command("sg")
+def compare_sg(
+    run_a: Annotated[
+        Path,
+        typer.Argument(
+            metavar="A",
+            help="SyntaxGym results of eval sg --out: a result file, or a folder (a run) of them.",
+        ),
+    ],
+    run_b: Annotated[Path, typer.Argument(metavar="B", help="The same for the other run.")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object, with every list of item numbers.")
+    ] = False,
+) -> None:
+    """Which SyntaxGym items A gets and B does not: per suite, the items held under both, only A,
+    only B and neither (prediction 0, the one the suite accuracy counts), with the item numbers."""
+    from syntaxlm.report.sg_items import compare_sg_items
+
+    comparison = compare_sg_items(run_a, run_b)
+    if as_json:
+        _print_json(comparison.to_json())
+    else:
+        typer.echo(comparison.render())
 
 
 # -- plot -----------------------------------------------------------------------------------------------
@@ -1309,7 +1519,7 @@ def train_command(
     import os
 
     from syntaxlm.experiments import find_recipe
-    from syntaxlm.train import load_config, train
+    from syntaxlm.train import TrainingInterrupted, load_config, train
 
     config = find_recipe(config)
     overrides = [
@@ -1322,12 +1532,24 @@ def train_command(
     first = int(os.environ.get("RANK", "0")) == 0
     if first:
         typer.echo(f"{'resuming' if resume else 'training'} {run_config.model.model} in {out}")
-    result = train(run_config, out, resume=resume, progress=progress)
+    try:
+        result = train(run_config, out, resume=resume, progress=progress)
+    except TrainingInterrupted as interrupted:
+        if first:
+            data = {"train": data_train, "valid": data_valid, "test": data_test}
+            again = _resume_command(config, out, data, set_ or [], progress=progress)
+            several = int(os.environ.get("WORLD_SIZE", "1")) > 1
+            under = " (under torchrun, with the same torchrun options)" if several else ""
+            typer.echo(f"{interrupted.describe()}\nresume with{under}: {again}", err=True)
+        raise typer.Exit(130) from None
     if first:
         best = "none" if result.best_valid_loss is None else f"{result.best_valid_loss:.4f}"
         last = "none" if result.last_valid_loss is None else f"{result.last_valid_loss:.4f}"
+        stopped = result.stopped.replace("_", " ")
+        if result.stopped == "max_minutes":
+            stopped = f"time budget of {run_config.train.max_minutes:g} minutes (train.max_minutes) spent"
         typer.echo(
-            f"{result.steps} steps ({result.stopped.replace('_', ' ')}); "
+            f"{result.steps} steps ({stopped}); "
             f"best validation loss {best} nats/token at step {result.best_step} (model in {out / 'best'}); "
             f"last {last}; unigram baseline {result.unigram_valid_loss:.4f}"
         )
@@ -1338,6 +1560,44 @@ def train_command(
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
+
+
+def _resume_command(
+    recipe: Path, out: Path, data: dict[str, Path | None], overrides: list[str], *, progress: bool
+) -> str:
+    """The ``syntaxlm train`` command line that resumes the run in ``out`` (quoted for a shell)."""
+    import shlex
+
+    words = ["syntaxlm", "train", str(recipe), "--out", str(out)]
+    for role, path in data.items():
+        if path is not None:
+            words += [f"--data-{role}", str(path)]
+    for override in overrides:
+        words += ["--set", override]
+    words += ["--resume"] + ([] if progress else ["--no-progress"])
+    return shlex.join(words)
+
+
+@contextlib.contextmanager
+def _resumed_when_run_again(out: Path) -> Iterator[None]:
+    """Around commands that train runs in ``out``: a Ctrl-C says which runs stopped before their
+    end and the step each resumes from, and exits with status 130."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        from syntaxlm.train import unfinished_runs
+
+        runs = unfinished_runs(out) if out.is_dir() else []
+        stopped = ", ".join(
+            f"{run} (checkpoint at step {step})" if step is not None else f"{run} (no checkpoint yet)"
+            for run, step in runs
+        )
+        typer.echo(
+            f"interrupted; runs that finished are kept{'; unfinished: ' + stopped if stopped else ''}\n"
+            "run the same command again to resume (each unfinished run from its last checkpoint)",
+            err=True,
+        )
+        raise typer.Exit(130) from None
 
 
 # -- quickstart -------------------------------------------------------------------------------------
@@ -1379,7 +1639,8 @@ def quickstart(
     from syntaxlm.quickstart import run_quickstart
 
     chosen = [name.strip() for name in models.split(",") if name.strip()] if models else None
-    run_quickstart(out, data=data, fast=fast, seed=seed, models=chosen, workers=workers, echo=typer.echo)
+    with _resumed_when_run_again(out):
+        run_quickstart(out, data=data, fast=fast, seed=seed, models=chosen, workers=workers, echo=typer.echo)
 
 
 @app.command("reproduce")
@@ -1431,16 +1692,18 @@ def reproduce_command(
         batch_size=batch_size,
     )
     name = find_recipe(recipe).stem
-    reproduce(
-        recipe,
-        out if out is not None else Path("runs") / "reproduce" / name,
-        data=data,
-        seeds=range(seeds),
-        suites=_suite_files(suites) if suites else [],
-        overrides=set_ or [],
-        settings=settings,
-        echo=typer.echo,
-    )
+    out = out if out is not None else Path("runs") / "reproduce" / name
+    with _resumed_when_run_again(out):
+        reproduce(
+            recipe,
+            out,
+            data=data,
+            seeds=range(seeds),
+            suites=_suite_files(suites) if suites else [],
+            overrides=set_ or [],
+            settings=settings,
+            echo=typer.echo,
+        )
 
 
 # -- experiment -------------------------------------------------------------------------------------
@@ -1530,7 +1793,8 @@ def experiment_curve(
     )
     if lexicon_size == 0:
         settings = replace(settings, lexicon_size=None)
-    run_curve(out, settings, workers=workers, echo=typer.echo)
+    with _resumed_when_run_again(out):
+        run_curve(out, settings, workers=workers, echo=typer.echo)
 
 
 def main() -> None:

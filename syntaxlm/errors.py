@@ -57,6 +57,31 @@ class TreeFormatError(InputFormatError):
     """Bad Penn Treebank bracket text."""
 
 
+class MissingPosTagError(TreeFormatError):
+    """A word not alone under a POS tag in trees read as Penn style: often trees without POS tags
+    (Choe–Charniak) read with POS tags on. ``hint``, at the end of the message, says how to read
+    them; ``with_hint`` gives the error with the hint of the command or config at hand."""
+
+    def __init__(self, problem: str, *, hint: str | None = None, **where):
+        self.hint = hint
+        super().__init__(problem, **where)
+
+    def _render(self) -> str:
+        text = super()._render()
+        return f"{text}; {self.hint}" if self.hint else text
+
+    def with_hint(self, hint: str) -> MissingPosTagError:
+        return MissingPosTagError(
+            self.problem,
+            hint=hint,
+            path=self.path,
+            line=self.line,
+            column=self.column,
+            sentence=self.sentence,
+            expected=self.expected,
+        )
+
+
 class ConlluFormatError(InputFormatError):
     """Bad CoNLL-U text, or a dependency graph that is not a tree."""
 

@@ -455,6 +455,7 @@ def write_report(out: Path, chosen: Sequence[ModelCard], summary: dict[str, Any]
     from syntaxlm.report.plots import (
         circuit_accuracy_figure,
         perplexity_vs_sg_figure,
+        read_loss_curves,
         save_figure,
         training_curves_figure,
     )
@@ -537,30 +538,37 @@ def write_report(out: Path, chosen: Sequence[ModelCard], summary: dict[str, Any]
             if "perplexity_per_word" in n and "sg_mean" in n
         }
         if points:
-            figure = perplexity_vs_sg_figure(points, title="test perplexity per word and mean SG accuracy")
-            figure.axes[0].set_ylabel("mean accuracy over the suites")
+            # The mean accuracy of a model that cannot tell the conditions apart, when every suite says.
+            levels = [chance.get(short[s]) for s in suites]
+            figure = perplexity_vs_sg_figure(
+                points,
+                xlabel="test perplexity per word",
+                ylabel="mean accuracy over the suites",
+                chance=None if None in levels else statistics.mean(levels),
+                title="test perplexity per word and mean SG accuracy",
+            )
             save_figure(figure, figures / "perplexity_vs_sg.png")
             lines += ["![perplexity vs SG](figures/perplexity_vs_sg.png)", ""]
-    curves = {}
-    for m in chosen:
-        steps, losses = _training_curve(out / "runs" / m.name / "log.csv")
-        if steps:
-            curves[m.name] = (steps, losses)
-    if curves:
+    logged = {m.name: out / "runs" / m.name / "log.csv" for m in chosen}
+    curves = {name: read_loss_curves(log) for name, log in logged.items() if log.is_file()}
+    train = {name: curve for name, (curve, _) in curves.items() if curve[0]}
+    valid = {name: curve for name, (_, curve) in curves.items() if curve[0]}
+    if train or valid:
         figure = training_curves_figure(
-            curves, ylabel="training loss (nats per target token)", title="training loss"
+            train=train, valid=valid, unit="nats per target token", title="training and validation loss"
         )
         save_figure(figure, figures / "training.png")
         lines += [
             "## Training",
             "",
-            "![training loss](figures/training.png)",
+            "![training and validation loss](figures/training.png)",
             "",
             (
-                "Each curve is the training objective as its run logs it: per target token of the "
-                "model's own sequence (actions as well as words for the joint models), with SCLM's "
-                "scaffold and DMLM's dependency loss added to the language-model loss; so a curve "
-                "follows one model, and curves of different models do not compare."
+                "Each curve is the loss as its run logs it: per target token of the "
+                "model's own sequence (actions as well as words for the joint models); the training "
+                "loss adds SCLM's scaffold and DMLM's dependency loss to the language-model loss, the "
+                "validation loss is the language-model loss alone. So a curve follows one model, and "
+                "curves of different models do not compare."
             ),
             "",
         ]
@@ -622,17 +630,3 @@ def _method_note(budget: Budget) -> str:
         "models' suite surprisals come from the same small beam, and their answers can change at the "
         "papers' beam (syntaxlm eval sg --model runs/MODEL/best scores at 100/10/5)."
     )
-
-
-def _training_curve(log: Path) -> tuple[list[int], list[float]]:
-    import csv
-
-    if not log.is_file():
-        return [], []
-    steps, losses = [], []
-    with open(log, newline="", encoding="utf-8") as handle:
-        for row in csv.DictReader(handle):
-            if row.get("train_loss"):
-                steps.append(int(row["step"]))
-                losses.append(float(row["train_loss"]))
-    return steps, losses

@@ -84,7 +84,8 @@ def test_bad_input_is_one_clear_line(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip() == (
         f"error: {source}:1:12: word 'the' outside a preterminal: (NP ...) holds both words and brackets; "
-        "expected every word alone under a POS tag, e.g. (NN word) (sentence 0)"
+        "expected every word alone under a POS tag, e.g. (NN word) (sentence 0); "
+        "for trees without POS tags (Choe–Charniak style) pass --no-pos-tags"
     )
     assert "Traceback" not in result.stderr
     skipped = run("data", "stats", source, "--skip-bad", "--json")

@@ -40,6 +40,51 @@ def test_eval_parse_rejects_untagged_predictions_clearly(tmp_path):
     assert "1 predicted sentences for 2 gold sentences" in result.stderr
 
 
+def test_eval_parse_writes_evalbs_error_lines_to_stderr(tmp_path, golden):
+    data = json.loads((golden / "evalb.json").read_text())
+    gold, pred = tmp_path / "gold.trees", tmp_path / "pred.trees"
+    gold.write_text("".join(pair["gold"] + "\n" for pair in data["pairs"]))
+    pred.write_text("".join(pair["test"] + "\n" for pair in data["pairs"]))
+    expected = data["corpus"]["labeled"]["stderr"]  # e.g. "2 : Length unmatch (13|14)"
+    assert expected
+    result = run("eval", "parse", "--gold", gold, "--pred", pred)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == expected
+    assert "Bracketing FMeasure" in result.stdout and "unmatch" not in result.stdout
+    as_json = run("eval", "parse", "--gold", gold, "--pred", pred, "--json")
+    assert json.loads(as_json.stdout)["errors"] == expected and as_json.stderr == ""
+
+
+def test_eval_uf1_accepts_the_scripts_one_word_tree(tmp_path):
+    gold = tmp_path / "gold.trees"
+    gold.write_text("(S (NP (DT The) (NN bird)) (VP (VBZ sings)) (. .))\n(S (VP (VB Stop)) (. !))\n")
+    pred = tmp_path / "pred.txt"
+    pred.write_text('[["the", "bird"], "sings"]\n"Stop"\n')  # build_tree returns a lone word bare
+    result = run("eval", "uf1", "--gold", gold, "--pred", pred, "--json")
+    assert result.returncode == 0, result.stderr
+    model = json.loads(result.stdout)["model"]
+    assert (model["tp"], model["fp"], model["fn"]) == (1, 0, 0)
+    pred.write_text('[["the", "bird"], "sings"]\nStop\n')
+    unquoted = run("eval", "uf1", "--gold", gold, "--pred", pred)
+    assert unquoted.returncode == 2 and f"{pred}:2:1: invalid JSON" in unquoted.stderr
+    assert '"word" (a one-word tree)' in unquoted.stderr
+
+
+def test_eval_blimp_unknown_paradigm_lists_the_paradigms_and_the_closest(tmp_path):
+    data = tmp_path / "blimp"
+    data.mkdir()
+    for name in ("adjunct_island", "wh_island", "passive_1"):
+        (data / f"{name}.jsonl").write_text("")
+    scores = tmp_path / "scores.jsonl"
+    scores.write_text("")
+    result = run("eval", "blimp", "--logprobs", scores, "--data", data, "--paradigm", "adjunct_islnd")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "no paradigm file for adjunct_islnd (did you mean adjunct_island?)" in result.stderr
+    assert "the 3 paradigms there: adjunct_island, passive_1, wh_island" in result.stderr
+    result = run("eval", "blimp", "--logprobs", scores, "--data", data, "--paradigm", "zzz")
+    assert "no paradigm file for zzz; the 3 paradigms there:" in result.stderr
+
+
 def test_eval_uf1_from_trees_and_from_distances(tmp_path):
     gold = tmp_path / "gold.trees"
     gold.write_text("(S (NP (DT The) (JJ blue) (NN bird)) (VP (VBZ sings) (NP (CD 3) (NNS songs))) (. .))\n")
@@ -171,10 +216,20 @@ def test_eval_sg_with_a_saved_model(tmp_path):
     build_model(config, {"vocab": vocab}).save_pretrained(tmp_path / "model")
     result = run("eval", "sg", suite, "--model", tmp_path / "model", "--json", "--out", tmp_path / "sg.json")
     assert result.returncode == 0, result.stderr
+    assert f"{suite.stem}: 100%" in result.stderr  # the progress bar
     scored = json.loads(result.stdout)
     assert scored["n_items"] > 0 and 0 <= scored["accuracy_pred0"] <= 1
     saved = json.loads((tmp_path / "sg.json").read_text())
     assert saved["options"]["method"] == "exact"  # "auto" resolved: txl-terminals reads words only
+    from typer.testing import CliRunner  # in-process: torch is already imported here
+
+    from syntaxlm.cli import app
+
+    quiet = CliRunner().invoke(
+        app, ["eval", "sg", str(suite), "--model", str(tmp_path / "model"), "--no-progress"]
+    )
+    assert quiet.exit_code == 0 and quiet.stderr == "", quiet.output
+    assert "accuracy" in quiet.stdout
     neither = run("eval", "sg", suite)
     assert neither.returncode == 2 and "one of --region-values and --model" in neither.stderr
 

@@ -109,6 +109,15 @@ def test_gold_score_is_the_sum_of_the_tree_token_log_probabilities():
     assert scores.tree == tree and scores.method == "gold"
 
 
+def test_the_progress_bar_is_labelled_by_the_method(capsys):
+    model = ToyModel("choe-charniak", seed=1)
+    tree = Tree.from_bracket("(A (B x y) (A z))")
+    gold_scores(model, [["x", "y", "z"]], [tree], progress=True)
+    assert capsys.readouterr().err.lstrip("\r").startswith("gold: ")
+    proposal_scores(model, [["x", "y", "z"]], [[tree]], progress=True)
+    assert capsys.readouterr().err.lstrip("\r").startswith("proposals: ")
+
+
 def test_proposals_must_fit_their_sentence():
     model = ToyModel("rnng")
     with pytest.raises(ProposalError, match="sentence 0: the words of a proposal tree"):

@@ -157,6 +157,20 @@ def test_prpn_figure_draws_its_own_distances(saved, tmp_path):
     assert is_png(out)
 
 
+def test_prpn_figure_from_near_equal_distances_says_its_splits_are_tie_breaks(saved):
+    """A parser head that gives every word about the same distance (as early in training): the
+    tree is drawn, and the figure says its splits are tie-breaks."""
+    prpn, words = model(saved, "prpn"), "the officials near the boy have praised themselves .".split()
+    with torch.no_grad():
+        prpn.parser_heads.weight.mul_(1e-3)
+    [distances] = prpn.syntactic_distances([words])
+    assert np.ptp(distances) < 0.01 * distances.max()
+    figure = induced_structure_figure(prpn, words)
+    [note] = figure.texts
+    assert "every split is in effect a tie-break" in note.get_text()
+    assert len(figure.axes[0].collections[0].get_offsets()) == len(words) - 1  # every node marked
+
+
 def test_som_figure_draws_its_induced_tree(saved, tmp_path):
     som, words = model(saved, "esom"), SENTENCE.split()
     [tree] = som.induced_trees([words])

@@ -12,6 +12,14 @@ import csv
 import itertools
 import json
 import math
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -493,6 +501,178 @@ def test_train_command(treebank, tiny, tmp_path):
     assert isinstance(bad.exception, Exception) and "train.lr must be a number, got 'fast'" in str(
         bad.exception
     )
+
+
+# --- stopping before the end: Ctrl-C and the time budget ----------------------------------------------
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+# ``syntaxlm`` with the tiny model registered; $SLOW_TINY_LM makes a run slow enough to interrupt.
+SYNTAXLM_WITH_TINY = textwrap.dedent(
+    """
+    import os, sys, time
+    from syntaxlm.models import MODEL_CLASSES
+    from tests.test_trainer import TINY, TinyLM
+
+    MODEL_CLASSES["tiny"] = TINY
+    if os.environ.get("SLOW_TINY_LM"):
+        loss = TinyLM.loss
+
+        def slow_loss(self, batch, state=None):
+            time.sleep(0.05)
+            return loss(self, batch, state)
+
+        TinyLM.loss = slow_loss
+    from syntaxlm.cli import main
+
+    sys.argv = ["syntaxlm", *sys.argv[1:]]
+    main()
+    """
+)
+
+
+def _tiny_recipe(treebank, path: Path, **train: Any) -> Path:
+    settings = {"batch_size": 8, "max_steps": 40, "device": "cpu", **train}
+    data = {"train": treebank["train"], "valid": treebank["valid"], "vocab_path": treebank["vocab"]}
+    path.write_text(
+        "model:\n  model: tiny\n  d_model: 8\n"
+        + "data:\n"
+        + "".join(f"  {key}: {value}\n" for key, value in data.items())
+        + "train:\n"
+        + "".join(f"  {key}: {value}\n" for key, value in settings.items())
+    )
+    return path
+
+
+def test_ctrl_c_says_the_step_the_last_checkpoint_and_the_command_that_resumes(treebank, tiny, tmp_path):
+    from syntaxlm.cli import app
+    from syntaxlm.train import load_checkpoint
+
+    recipe = _tiny_recipe(treebank, tmp_path / "tiny.yaml", max_steps=100, checkpoint_every=5, eval_every=50)
+    script = tmp_path / "syntaxlm_with_tiny.py"
+    script.write_text(SYNTAXLM_WITH_TINY)
+    environment = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), OMP_NUM_THREADS="1")
+    run = tmp_path / "run"
+    command = [sys.executable, str(script), "train", str(recipe), "--out", str(run), "--no-progress"]
+    process = subprocess.Popen(
+        command,
+        cwd=PROJECT_ROOT,
+        env={**environment, "SLOW_TINY_LM": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (run / "checkpoint.safetensors").is_file():  # the first checkpoint, at step 5
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "no checkpoint within 60 s"
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    stopped = re.search(
+        r"^training in (\S+) interrupted at step (\d+); last checkpoint: step (\d+) \((\S+)\)",
+        err,
+        re.MULTILINE,
+    )
+    assert stopped, err
+    step, saved = int(stopped[2]), int(stopped[3])
+    assert stopped[1] == str(run) and stopped[4] == str(run / "checkpoint.safetensors")
+    assert 5 <= saved <= step and saved % 5 == 0
+    assert load_checkpoint(run / "checkpoint.safetensors").state.step == saved  # whole and consistent
+    assert not list(run.glob(".*")) and not (run / "training.json").exists()  # nothing half-written
+    again = shlex.split(re.search(r"^resume with: (.+)$", err, re.MULTILINE)[1])
+    assert again == ["syntaxlm", "train", str(recipe), "--out", str(run), "--resume", "--no-progress"]
+
+    resumed = CliRunner().invoke(app, again[1:])
+    assert resumed.exit_code == 0, resumed.output
+    assert f"resuming at step {saved} " in resumed.stdout and "100 steps (max steps)" in resumed.stdout
+
+
+def test_commands_that_train_many_runs_name_the_unfinished_ones_on_ctrl_c(tmp_path, monkeypatch):
+    from syntaxlm import quickstart
+    from syntaxlm.cli import app
+    from syntaxlm.train import TrainingState, save_checkpoint
+
+    out = tmp_path / "qs"
+
+    def interrupted_quickstart(folder, **options):
+        for name in ("tg", "prpn", "lstm"):
+            (folder / "runs" / name).mkdir(parents=True)
+            (folder / "runs" / name / "run.lock").write_text("")
+        (folder / "runs" / "lstm" / "training.json").write_text("{}")  # finished
+        state = TrainingState(step=40)
+        optimizer = {"state": {}, "param_groups": []}
+        save_checkpoint(
+            folder / "runs" / "tg" / "checkpoint.safetensors", model={}, optimizer=optimizer, state=state
+        )
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(quickstart, "run_quickstart", interrupted_quickstart)
+    done = CliRunner().invoke(app, ["quickstart", "--out", str(out), "--fast"])
+    assert done.exit_code == 130
+    assert done.stderr == (
+        f"interrupted; runs that finished are kept; unfinished: {out / 'runs' / 'prpn'} (no checkpoint yet), "
+        f"{out / 'runs' / 'tg'} (checkpoint at step 40)\n"
+        "run the same command again to resume (each unfinished run from its last checkpoint)\n"
+    )
+
+
+def _ten_seconds_a_training_batch(monkeypatch) -> None:
+    """The trainer's clock advances 10 s on each training batch of TinyLM, and only then."""
+    from syntaxlm.train import trainer
+
+    now = [0.0]
+    monkeypatch.setattr(trainer, "_clock", lambda: now[0])
+    loss = TinyLM.loss
+
+    def timed_loss(self, batch, state=None):
+        now[0] += 10.0 if self.training else 0.0
+        return loss(self, batch, state)
+
+    monkeypatch.setattr(TinyLM, "loss", timed_loss)
+
+
+def test_max_minutes_stops_at_a_step_boundary_saves_as_at_an_end_and_resumes_with_a_larger_budget(
+    treebank, tiny, tmp_path, monkeypatch
+):
+    from syntaxlm.train import load_checkpoint
+
+    _ten_seconds_a_training_batch(monkeypatch)
+    reference = train(tiny_config(treebank), tmp_path / "reference", progress=False)  # 12 steps
+    run = tmp_path / "run"
+    result = train(tiny_config(treebank, max_minutes=0.5), run, progress=False)
+    assert (result.stopped, result.steps, result.train_seconds) == ("max_minutes", 3, 30.0)
+    record = json.loads((run / "training.json").read_text())["result"]
+    assert (record["stopped"], record["steps"], record["train_seconds"]) == ("max_minutes", 3, 30.0)
+    assert load_checkpoint(run / "checkpoint.safetensors").state.step == 3
+    assert [int(r["step"]) for r in read_log(run) if r["valid_loss"]] == [3]  # validated at the stop
+    assert (run / "best" / "model.safetensors").is_file() and (run / "last" / "model.safetensors").is_file()
+
+    longer = train(tiny_config(treebank, max_minutes=1), run, resume=True, progress=False)
+    assert (longer.stopped, longer.steps, longer.train_seconds) == ("max_minutes", 6, 60.0)
+    rest = train(tiny_config(treebank), run, resume=True, progress=False)  # no budget: to max_steps
+    assert (rest.stopped, rest.steps) == ("max_steps", 12)
+    for name, value in reference.model.state_dict().items():  # the budget changed no step
+        assert torch.equal(rest.model.state_dict()[name], value), name
+
+
+def test_the_train_command_says_the_time_budget_ended_the_run(treebank, tiny, tmp_path, monkeypatch):
+    from syntaxlm.cli import app
+
+    _ten_seconds_a_training_batch(monkeypatch)
+    recipe = _tiny_recipe(treebank, tmp_path / "tiny.yaml", max_minutes=0.5)
+    done = CliRunner().invoke(app, ["train", str(recipe), "--out", str(tmp_path / "run"), "--no-progress"])
+    assert done.exit_code == 0, done.output
+    assert "3 steps (time budget of 0.5 minutes (train.max_minutes) spent)" in done.stdout
+
+
+def test_max_minutes_must_be_a_positive_number(treebank, tiny):
+    for value in (0, -1.5):
+        with pytest.raises(ConfigError, match=rf"max_minutes must be a positive number.*got {float(value)}$"):
+            tiny_config(treebank, max_minutes=value)
+    with pytest.raises(ConfigError, match="train.max_minutes must be a number, got 'soon'"):
+        tiny_config(treebank, max_minutes="soon")
+    assert tiny_config(treebank, max_minutes=None).train.max_minutes is None
 
 
 def test_rows_reach_tensorboard_when_it_is_installed(treebank, tiny, tmp_path, monkeypatch):

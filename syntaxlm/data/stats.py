@@ -120,3 +120,29 @@ def corpus_stats(path: str | Path, *, skip_bad: bool = False, pos_tags: bool = T
     if is_conllu(path):
         return conllu_stats(path, skip_bad=skip_bad)
     return treebank_stats(path, skip_bad=skip_bad, pos_tags=pos_tags)
+
+
+def total_stats(stats: list[dict]) -> dict:
+    """The ``corpus_stats`` of several paths added up: counts summed, label counts merged, means
+    weighted by sentences, maxima of the maxima; ``format`` is ``mixed`` when the formats differ."""
+    total: dict = {}
+    for key in dict.fromkeys(key for one in stats for key in one):
+        values = [one[key] for one in stats if key in one]
+        if key == "format":
+            total[key] = values[0] if len(set(values)) == 1 else "mixed"
+        elif key == "path":
+            total[key] = f"total of {len(stats)} paths"
+        elif key in ("sentence_length", "depth"):
+            weights = [one["sentences"] for one in stats if key in one]
+            mean = sum(v["mean"] * w for v, w in zip(values, weights)) / max(sum(weights), 1)
+            total[key] = {"mean": round(mean, 2), "max": max(v["max"] for v in values)}
+        elif isinstance(values[0], dict):
+            counts: Counter[str] = Counter()
+            for value in values:
+                counts.update(value)
+            total[key] = dict(counts.most_common())
+        elif isinstance(values[0], list):
+            total[key] = [item for value in values for item in value]
+        else:
+            total[key] = sum(values)
+    return total

@@ -24,6 +24,7 @@ behind the SyntacticLM protocol, with its own tokenisation, can be scored withou
 from __future__ import annotations
 
 import contextlib
+import difflib
 import math
 import reprlib
 from collections import Counter
@@ -97,8 +98,16 @@ def _paradigm_files(folder: Path, paradigms: Sequence[str] | None) -> list[Path]
         return [found[uid] for uid in sorted(found)]
     missing = [uid for uid in paradigms if uid not in found]
     if missing:
-        raise FileNotFoundError(f"{folder}: no paradigm file for {', '.join(missing)}")
+        named = ", ".join(_with_suggestion(uid, found) for uid in missing)
+        known = f"the {len(found)} paradigms there: {', '.join(sorted(found))}"
+        raise FileNotFoundError(f"{folder}: no paradigm file for {named}; {known}")
     return [found[uid] for uid in paradigms]
+
+
+def _with_suggestion(uid: str, known: Iterable[str]) -> str:
+    """``uid`` with the closest known name, if one is close: "x_islnd (did you mean x_island?)"."""
+    closest = difflib.get_close_matches(uid, known, n=1)
+    return f"{uid} (did you mean {closest[0]}?)" if closest else uid
 
 
 def _pair_from_record(record: Any, path: Path, line: int) -> MinimalPair:

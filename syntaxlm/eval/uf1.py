@@ -317,12 +317,13 @@ def tree_from_nested(nested: Any, label: str = "X") -> Tree:
 
 def read_predicted_trees(path: str | Path) -> list[Tree | str]:
     """Predicted trees, one per line: PTB brackets with any labels, or a JSON nested list as the
-    authors' scripts print them (``[["the", "cat"], "sat"]``). Raises ``InputFormatError`` naming the line."""
+    authors' scripts build them (``[["the", "cat"], "sat"]``; a one-word tree is the bare word,
+    ``"word"``). Raises ``InputFormatError`` naming the line."""
     trees: list[Tree | str] = []
     with contextlib.closing(read_lines(path, InputFormatError)) as lines:
         for line, text in enumerate(lines, 1):
             text = text.strip()
-            if not text.startswith("["):
+            if not text or text.startswith("("):
                 trees.append(text)
                 continue
             nested = parse_json(
@@ -330,7 +331,7 @@ def read_predicted_trees(path: str | Path) -> list[Tree | str]:
                 InputFormatError,
                 path=path,
                 line=line,
-                expected="a bracketed tree or a JSON nested list of words",
+                expected='a bracketed tree, a JSON nested list of words, or "word" (a one-word tree)',
             )
             try:
                 trees.append(tree_from_nested(nested))

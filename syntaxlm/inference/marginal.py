@@ -235,6 +235,34 @@ def proposal_scores(
     ``max_open``/``max_openers``: the grammar's bounds, which the normaliser respects when
     ``renormalise`` (as in ``BeamSettings``). ``context``: as in ``exact_scores``; recorded in
     ``details["context"]``."""
+    return _tree_scores(
+        model,
+        sentences,
+        proposals,
+        "proposals",
+        renormalise=renormalise,
+        max_open=max_open,
+        max_openers=max_openers,
+        context=context,
+        batch_size=batch_size,
+        progress=progress,
+    )
+
+
+def _tree_scores(
+    model,
+    sentences: Sequence[Sequence[str]],
+    proposals: Sequence[Sequence[Tree]],
+    method: str,
+    *,
+    renormalise: bool = False,
+    max_open: int = 50,
+    max_openers: int = 8,
+    context: str = "training",
+    batch_size: int = 8,
+    progress: bool = False,
+) -> list[SentenceScores]:
+    """``proposal_scores``, its progress bar labelled by ``method`` ("proposals" or "gold")."""
     from tqdm import tqdm
 
     if len(proposals) != len(sentences):
@@ -252,7 +280,7 @@ def proposal_scores(
     results: list[SentenceScores | None] = [None] * len(encoded)
     batches = piece_batches(encoded, batch_size)
     with evaluating(model):
-        for batch in tqdm(batches, desc="proposals", unit="batch", disable=not progress):
+        for batch in tqdm(batches, desc=method, unit="batch", disable=not progress):
             sequences = {i: [_sequence(space, model.vocab, tree, i) for tree in unique[i]] for i in batch}
             # Read as trained, a sentence longer than a segment goes through the model's segmented
             # pass; the rest go through the decoder (within one segment the two agree).
@@ -297,10 +325,11 @@ def gold_scores(
     as in ``exact_scores`` (a document tree longer than a segment is read as trained by default)."""
     if len(trees) != len(sentences):
         raise ProposalError(f"{len(trees)} trees for {len(sentences)} sentences")
-    scores = proposal_scores(
+    scores = _tree_scores(
         model,
         sentences,
         [[tree] for tree in trees],
+        "gold",
         renormalise=renormalise,
         context=context,
         batch_size=batch_size,

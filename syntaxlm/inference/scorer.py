@@ -43,7 +43,7 @@ import json
 import math
 import reprlib
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -51,6 +51,7 @@ import numpy as np
 
 from syntaxlm.files import atomic_writer
 from syntaxlm.inference.beam import PAPER_BEAM, BeamSettings, beam_search
+from syntaxlm.inference.estimate import InferenceEstimate, timed_first
 from syntaxlm.inference.grammar import ActionSpace, InferenceError
 from syntaxlm.inference.marginal import (
     DOCUMENT_CONTEXTS,
@@ -94,7 +95,8 @@ class Scorer:
     gold and proposal methods, renormalise over valid actions as the beam does (default: the
     model's own distribution, as trained). ``context``: ``"training"`` or ``"full"`` for exact,
     gold and proposals (module docstring); the beam always reads with full context.
-    ``batch_size``: sentences per batch.
+    ``batch_size``: sentences per batch. ``on_estimate``: for a joint model, called once, on the
+    first scoring, with the pace of its first sentences (``inference.estimate``).
     """
 
     def __init__(
@@ -107,6 +109,7 @@ class Scorer:
         context: str = "training",
         batch_size: int = 16,
         progress: bool = False,
+        on_estimate: Callable[[InferenceEstimate], None] | None = None,
     ):
         if method not in METHODS:
             raise InferenceError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
@@ -130,6 +133,7 @@ class Scorer:
         self.context = context
         self.batch_size = batch_size
         self.progress = progress
+        self.on_estimate = on_estimate if self.joint else None
 
     # --- the scores -------------------------------------------------------------------------------
 
@@ -155,7 +159,18 @@ class Scorer:
             raise InferenceError("method 'gold' needs trees= (one tree per sentence)")
         if self.method == "proposals" and proposals is None:
             raise InferenceError("method 'proposals' needs proposals= (a list of trees per sentence)")
-        return finite_scores(self._scores(sentences, trees, proposals))
+        trees = None if trees is None else list(trees)
+        proposals = None if proposals is None else list(proposals)
+
+        def score_part(part: slice) -> list[SentenceScores]:
+            return self._scores(
+                sentences[part],
+                None if trees is None else trees[part],
+                None if proposals is None else proposals[part],
+            )
+
+        on_estimate, self.on_estimate = self.on_estimate, None  # one estimate, of the first scoring
+        return finite_scores(_timed(sentences, score_part, self.batch_size, on_estimate))
 
     def _scores(self, sentences, trees, proposals) -> list[SentenceScores]:
         options = {"batch_size": self.batch_size, "progress": self.progress}
@@ -347,11 +362,13 @@ def parse(
     beam: BeamSettings = PAPER_BEAM,
     batch_size: int = 16,
     progress: bool = False,
+    on_estimate: Callable[[InferenceEstimate], None] | None = None,
 ) -> list[Tree]:
     """A tree per sentence: the beam search's best complete tree (``"beam"``), the proposal with
     the highest ``p(x, y)`` (``"rerank"``, TG §3.2; needs ``proposals``), or the unlabelled binary
     tree a structure-inducing model builds (``"induced"``: PRPN, SOM). ``"auto"``: ``"induced"``
-    for models that induce trees, ``"beam"`` for the others."""
+    for models that induce trees, ``"beam"`` for the others. ``on_estimate``: for the beam and
+    rerank, called with the pace of the first sentences (``inference.estimate``)."""
     sentences = _sentences(sentences)
     if method == "auto":
         method = "induced" if model.induces_trees else "beam"
@@ -361,18 +378,35 @@ def parse(
         return model.induced_trees(sentences, batch_size=batch_size)
     if not ActionSpace(model.action_grammar()).tree:
         raise InferenceError("this model reads words only; it has no trees to parse with")
+    options = {"batch_size": batch_size, "progress": progress}
     if method == "rerank":
         if proposals is None:
             raise InferenceError("method 'rerank' needs proposals= (a list of trees per sentence)")
-        return rerank(model, sentences, list(proposals), batch_size=batch_size, progress=progress)
+        proposals = list(proposals)
+
+        def rerank_part(part: slice) -> list[Tree]:
+            return rerank(model, sentences[part], proposals[part], **options)
+
+        return _timed(sentences, rerank_part, batch_size, on_estimate)
     if method != "beam":
         raise InferenceError(f"method must be 'auto', 'beam', 'rerank' or 'induced', got {method!r}")
+
+    def search_part(part: slice) -> list[SentenceScores]:
+        return beam_search(model, sentences[part], beam, **options)
+
     trees = []
-    for i, scores in enumerate(beam_search(model, sentences, beam, batch_size=batch_size, progress=progress)):
+    for i, scores in enumerate(_timed(sentences, search_part, batch_size, on_estimate)):
         if scores.tree is None:
             raise InferenceError(f"sentence {i}: the beam search found no complete tree")
         trees.append(scores.tree)
     return trees
+
+
+def _timed(sentences, score, batch_size: int, on_estimate):
+    """``score(slice(None))``, through ``timed_first`` when there is an ``on_estimate``."""
+    if on_estimate is None:
+        return score(slice(None))
+    return timed_first(sentences, score, batch_size=batch_size, on_estimate=on_estimate)
 
 
 # --- perplexity ----------------------------------------------------------------------------------------

@@ -488,13 +488,21 @@ def config_from_dict(config_class: type[ModelConfig], values: dict[str, Any], *,
     return config_class(**checked)
 
 
+RUN_MODEL_FOLDERS = ("best", "last")
+"""The model folders a training run writes (``syntaxlm.train``): lowest validation loss, latest step."""
+RUN_FILE = "training.json"
+
+
 def read_model_config(folder: str | Path) -> dict[str, Any]:
-    """The ``config.json`` document of a saved model folder."""
+    """The ``config.json`` document of a saved model folder; a training run's folder given instead
+    is an error that names the run's model folders."""
     path = Path(folder) / CONFIG_FILE
     if not path.is_file():
+        _refuse_run_folder(folder)
         raise ModelFileError(f"no {CONFIG_FILE} (is this a saved model folder?)", path=folder)
     document = read_json(path, ModelFileError, expected="a saved model config")
     if not isinstance(document, dict) or not isinstance(document.get("config"), dict):
+        _refuse_run_folder(folder)
         raise ModelFileError("not a saved model config", path=path, expected='{"config": {...}}')
     names = document.get("vocabularies", [])
     if not isinstance(names, list) or not all(isinstance(name, str) and name for name in names):
@@ -507,6 +515,34 @@ def read_model_config(folder: str | Path) -> dict[str, Any]:
                 f"names the vocabulary {name!r}, but the model folder has no folder {name!r}", path=path
             )
     return document
+
+
+def _refuse_run_folder(folder: str | Path) -> None:
+    """Raise ``ModelFileError`` naming the models of ``folder`` if it is a training run's folder: it
+    has ``best/`` or ``last/`` holding a model, a ``training.json``, or a ``config.json`` with the
+    run's ``train_config``."""
+    folder = Path(folder)
+    models = [folder / name for name in RUN_MODEL_FOLDERS if (folder / name / CONFIG_FILE).is_file()]
+    run_config = folder / CONFIG_FILE
+    is_run = bool(models) or (folder / RUN_FILE).is_file()
+    if not is_run and run_config.is_file():
+        with contextlib.suppress(ModelFileError):
+            document = read_json(run_config, ModelFileError)
+            is_run = isinstance(document, dict) and "train_config" in document
+    if not is_run:
+        return
+    if not models:
+        raise ModelFileError(
+            "a training run folder, not a saved model, and it holds none yet; its models will be "
+            + " and ".join(str(folder / name) for name in RUN_MODEL_FOLDERS),
+            path=folder,
+        )
+    listed = " and ".join(str(model) for model in models)
+    are = "s are" if len(models) > 1 else " is"
+    raise ModelFileError(
+        f"a training run folder, not a saved model; its model{are} {listed}",
+        path=folder,
+    )
 
 
 def read_weights(folder: str | Path) -> dict[str, Tensor]:

@@ -3,18 +3,25 @@
 A *run* is a folder. Every ``*.json`` result file under it (``syntaxlm.results``: a ``kind`` and a
 ``result``) contributes numbers; ``config.json`` in the folder, when present, names the model
 (``"model"``) and the seed (``"seed"``), otherwise the folder's name is the model. Runs of the same
-model are seeds: the report gives mean ± standard deviation over them (sample std, n − 1; a single
-run shows its value alone) and says how many runs each cell averages.
+model evaluated alike are seeds: the report gives mean ± standard deviation over them (sample std,
+n − 1; a single run shows its value alone) and says how many runs each cell averages.
+
+Every number carries how it was obtained (``report.evaluations``): its method, its bound, the
+beam and the subset, in the columns beside it, one table per kind of result and one row per model
+and evaluation. Where the rows of a table were not evaluated alike (another method, beam, subset
+or data), the table says what differs and that its numbers are not ranked; the SyntaxGym
+comparisons then give no verdict, and the perplexity-vs-SG figure names each point's method.
 
 Numbers read per result kind:
 
-- ``syntaxgym`` (one file per suite): suite accuracy (prediction 0); per run, the mean over the
-  suites scored, the SG scores over the 31 suites of Hu et al. and the 33 of Qian et al. (only when
-  every suite of the set is there) and group means (``suite_group``: the circuit of a published
-  suite, the phenomenon of a synthetic one) over the suites present, plotted per model with 95%
-  intervals and chance (TG Fig. 4). From the suites' per-item outcomes every model is compared with
-  a baseline model, per group: the difference of accuracy with its paired bootstrap interval
-  (``eval.intervals``), "ahead" or "behind" only when that interval excludes 0;
+- ``syntaxgym`` (one file per suite, one result per suite in a run folder): suite accuracy
+  (prediction 0); per run, the mean over the suites scored, the SG scores over the 31 suites of Hu
+  et al. and the 33 of Qian et al. (only when every suite of the set is there) and group means
+  (``suite_group``: the circuit of a published suite, the phenomenon of a synthetic one) over the
+  suites present, plotted per model with 95% intervals and chance (TG Fig. 4). From the suites'
+  per-item outcomes every model is compared with a baseline model, per group: the difference of
+  accuracy with its paired bootstrap interval (``eval.intervals``), "ahead" or "behind" only when
+  that interval excludes 0 and both were evaluated alike;
 - ``perplexity``: corpus perplexity per word (the end of sentence in the numerator, the words in
   the denominator: TG §3.1, Qian et al. §3.2.1) and per token (the end counted as a token: PTB
   LSTM LMs), each column labelled; with SG, a per-word-perplexity-vs-SG plot (structural guidance
@@ -40,10 +47,39 @@ from syntaxlm.errors import InputFormatError
 from syntaxlm.eval.intervals import Interval, bootstrap_difference, bootstrap_mean, verdict
 from syntaxlm.eval.syntaxgym import CIRCUITS, SYNTHETIC_PHENOMENA, sg_scores, suite_group
 from syntaxlm.files import atomic_writer, read_json
+from syntaxlm.report.evaluations import (
+    COLUMNS,
+    NOT_RECORDED,
+    Evaluation,
+    differences,
+    evaluation,
+    is_result_file,
+    suite_scoring,
+    suites_evaluation,
+)
 from syntaxlm.report.plots import circuit_accuracy_figure, perplexity_vs_sg_figure, save_figure
 from syntaxlm.results import read_result
 
 SG_SETS = {"hu2020": "SG score (31 suites, Hu et al.)", "qian2021": "SG score (33 suites, Qian et al.)"}
+SG_MEAN = "SG mean over scored suites"
+SECTIONS = {
+    "perplexity": "Perplexity",
+    "syntaxgym": "SyntaxGym",
+    "blimp": "BLiMP",
+    "parseval": "Parsing (EVALB)",
+    "uf1": "Unsupervised parsing (UF1)",
+    "generation": "Generation",
+}
+
+
+@dataclass(frozen=True)
+class Numbers:
+    """The numbers of one result file (for SyntaxGym: of all the run's suites) and how they were
+    obtained."""
+
+    kind: str
+    values: dict[str, float]
+    evaluation: Evaluation
 
 
 @dataclass
@@ -53,11 +89,20 @@ class Run:
     folder: Path
     model: str
     seed: Any = None
-    metrics: dict[str, float] = field(default_factory=dict)
+    numbers: list[Numbers] = field(default_factory=list)
     circuits: dict[str, float] = field(default_factory=dict)
-    # Per suite: prediction 0's outcome of each item (1.0 holds, 0.0 fails), and its chance level.
+    # Per suite: prediction 0's outcome of each item (1.0 holds, 0.0 fails), its chance level, and
+    # its method and beam ("beam 100/10/5", "exact").
     suite_items: dict[str, list[float]] = field(default_factory=dict)
     suite_chance: dict[str, float] = field(default_factory=dict)
+    suite_methods: dict[str, str] = field(default_factory=dict)
+
+    def value(self, kind: str, name: str) -> tuple[float, Evaluation] | None:
+        """The first number called ``name`` among the run's ``kind`` results, with its evaluation."""
+        for numbers in self.numbers:
+            if numbers.kind == kind and name in numbers.values:
+                return numbers.values[name], numbers.evaluation
+        return None
 
 
 def read_run(folder: str | Path) -> Run:
@@ -69,28 +114,38 @@ def read_run(folder: str | Path) -> Run:
     if (folder / "config.json").is_file():
         config = read_json(folder / "config.json", InputFormatError, expected="a run configuration")
     run = Run(folder, model=str(config.get("model", folder.name)), seed=config.get("seed"))
-    suite_accuracy: dict[str, float] = {}
+    suite_records: dict[str, dict] = {}
+    suite_paths: dict[str, Path] = {}
     for path in sorted(folder.rglob("*.json")):
-        if path.name == "config.json" or not _is_result(path):
+        if path.name == "config.json" or not is_result_file(path):
             continue
         record = read_result(path)
         kind, result = record["kind"], record["result"]
         if kind == "syntaxgym":
             suite = result["suite"]
-            suite_accuracy[suite] = result["accuracy_pred0"]
+            if suite in suite_paths:
+                raise InputFormatError(
+                    f"a second result of suite {suite} (the first: {suite_paths[suite]})",
+                    path=path,
+                    expected="one result per suite in a run folder (each evaluation of the suites "
+                    "in a run folder of its own)",
+                )
+            suite_records[suite], suite_paths[suite] = record, path
             if result.get("items"):
                 run.suite_items[suite] = [float(bool(item["results"][0])) for item in result["items"]]
             if result.get("chance_pred0") is not None:
                 run.suite_chance[suite] = result["chance_pred0"]
-        else:
-            run.metrics.update(_metrics(kind, result))
-    if suite_accuracy:
-        run.metrics["SG suites scored"] = len(suite_accuracy)
-        run.metrics["SG mean over scored suites"] = statistics.mean(suite_accuracy.values())
+            run.suite_methods[suite] = suite_scoring(record)
+        elif values := _metrics(kind, result):
+            run.numbers.append(Numbers(kind, values, evaluation(record)))
+    if suite_records:
+        suite_accuracy = {suite: r["result"]["accuracy_pred0"] for suite, r in suite_records.items()}
+        values = {"SG suites scored": len(suite_accuracy), SG_MEAN: statistics.mean(suite_accuracy.values())}
         scores = sg_scores(suite_accuracy)
         for key, label in SG_SETS.items():
             if scores[key]["mean_over_suites"] is not None:
-                run.metrics[label] = scores[key]["mean_over_suites"]
+                values[label] = scores[key]["mean_over_suites"]
+        run.numbers.insert(0, Numbers("syntaxgym", values, suites_evaluation(suite_records)))
         by_group: dict[str, list[float]] = defaultdict(list)
         for suite, accuracy in suite_accuracy.items():
             group = suite_group(suite)
@@ -102,12 +157,14 @@ def read_run(folder: str | Path) -> Run:
 
 GROUP_ORDER = (*CIRCUITS, *SYNTHETIC_PHENOMENA)
 ALL_SUITES = "all suites"
+NOT_RANKED = "not ranked"
 
 
 @dataclass(frozen=True)
 class Comparison:
     """A model against the baseline on one group of suites: both accuracies (the mean of the
-    suites' accuracies) and their difference, model − baseline, each with its interval."""
+    suites' accuracies) and their difference, model − baseline, each with its interval.
+    ``not_alike``: what differs in how the two were evaluated (then no verdict)."""
 
     model: str
     group: str
@@ -116,10 +173,11 @@ class Comparison:
     accuracy: Interval
     baseline_accuracy: Interval
     difference: Interval
+    not_alike: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> str:
-        return verdict(self.difference)
+        return NOT_RANKED if self.not_alike else verdict(self.difference)
 
 
 def group_outcomes(runs: list[Run], suites: Iterable[str]) -> tuple[list[list[float]], list[str]] | None:
@@ -152,10 +210,17 @@ def suite_groups(runs: Iterable[Run]) -> dict[str, list[str]]:
     return groups
 
 
+def _suites_method(runs: Iterable[Run], suites: Iterable[str]) -> str:
+    """How ``runs`` scored ``suites``: their methods and beams, e.g. ``"beam 100/10/5"``."""
+    return " and ".join(sorted({run.suite_methods.get(s, NOT_RECORDED) for run in runs for s in suites}))
+
+
 def sg_comparisons(by_model: dict[str, list[Run]], baseline: str) -> list[Comparison]:
     """Every other model against ``baseline``, per group of the suites both scored with per-item
     outcomes (every run of each): accuracies and the paired difference with 95% intervals over the
-    items and the runs (seeds), stratified by suite."""
+    items and the runs (seeds), stratified by suite. Where the two estimated the surprisals
+    differently (other beams) or did not record how, the comparison says so and gives no verdict;
+    exact surprisals against a joint model's beam estimates are the papers' comparison."""
     comparisons = []
     for model, runs in by_model.items():
         if model == baseline:
@@ -167,6 +232,17 @@ def sg_comparisons(by_model: dict[str, list[Run]], baseline: str) -> list[Compar
             if ours is None or theirs is None or len(ours[1]) != len(theirs[1]):
                 continue
             (table, labels), (base_table, _) = ours, theirs
+            methods = {
+                model: _suites_method(runs, suites),
+                baseline: _suites_method(by_model[baseline], suites),
+            }
+            # A words-only model's exact surprisals against a joint model's beam estimates is how the
+            # papers compare them (a joint model has no exact p(x)): labelled, and ranked. Two
+            # estimates made differently (other beams), or unrecorded ones, are not.
+            estimates = {method for method in methods.values() if method != "exact"}
+            not_alike = ()
+            if len(estimates) > 1 or any(NOT_RECORDED in m for m in methods.values()):
+                not_alike = ("method: " + "; ".join(f"{name} {method}" for name, method in methods.items()),)
             comparisons.append(
                 Comparison(
                     model=model,
@@ -176,6 +252,7 @@ def sg_comparisons(by_model: dict[str, list[Run]], baseline: str) -> list[Compar
                     accuracy=bootstrap_mean(table, groups=labels),
                     baseline_accuracy=bootstrap_mean(base_table, groups=labels),
                     difference=bootstrap_difference(table, base_table, groups=labels),
+                    not_alike=not_alike,
                 )
             )
     return comparisons
@@ -192,7 +269,9 @@ def comparison_lines(comparisons: list[Comparison], baseline: str, runs_of: dict
         "by suite, and over the runs (seeds) where a model has several "
         f"(runs: {seeds}); the difference is paired on the items. A model is *ahead* or *behind* only "
         "when the difference's interval excludes 0; otherwise there is *no difference* at this sample "
-        "size.",
+        "size. The method column says how each model's surprisals were obtained: exact for models of "
+        "words, beam estimates for joint models of words and trees (the papers' comparison). Models whose "
+        f"estimates were made differently (other beams), or whose files do not record how, are *{NOT_RANKED}*.",
         "",
         f"| model | group | suites | items | model accuracy | {baseline} | difference | verdict |",
         "|---|---|---:|---:|---|---|---|---|",
@@ -204,26 +283,25 @@ def comparison_lines(comparisons: list[Comparison], baseline: str, runs_of: dict
         )
     lines.append("")
     for model in dict.fromkeys(c.model for c in comparisons):
+        mine = [c for c in comparisons if c.model == model]
+        grouped = [c for c in mine if c.group != ALL_SUITES] or mine
         verdicts: dict[str, list[str]] = defaultdict(list)
-        for c in comparisons:
-            if c.model == model and c.group != ALL_SUITES:
-                verdicts[c.verdict].append(c.group)
-        parts = [f"{key} on {', '.join(groups)}" for key, groups in verdicts.items() if key != "no difference"]
+        for c in grouped:
+            verdicts[c.verdict].append(c.group)
+        parts = [
+            f"{key} on {', '.join(groups)}" for key, groups in verdicts.items() if key in ("ahead", "behind")
+        ]
         if verdicts["no difference"]:
             parts.append(f"no difference on {', '.join(verdicts['no difference'])}")
+        if verdicts[NOT_RANKED]:
+            why = next(c.not_alike for c in grouped if c.not_alike)
+            parts.append(
+                f"{NOT_RANKED} on {', '.join(verdicts[NOT_RANKED])}: the suites were not scored alike "
+                f"({'; '.join(why)}), so the intervals are shown and no verdict is drawn"
+            )
         lines.append(f"- **{model}** against {baseline}: " + "; ".join(parts) + ".")
     lines.append("")
     return lines
-
-
-def _is_result(path: Path) -> bool:
-    """Result files are recognised by their fields; other JSON files in a run folder are left alone."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            head = handle.read(4096)
-    except (OSError, UnicodeDecodeError):
-        return False
-    return '"kind"' in head or '"provenance"' in head
 
 
 PERPLEXITY_PER_WORD = "perplexity per word (end included; TG, Qian et al.)"
@@ -293,6 +371,126 @@ def _cell(values: list[float]) -> str:
     return f"{statistics.mean(values):.4g} ± {statistics.stdev(values):.2g} (n={len(values)})"
 
 
+def row_labels(rows: Iterable[tuple[str, Evaluation]]) -> list[str]:
+    """A name per table row: the model, with its method where the model has several rows."""
+    rows = list(rows)
+    models = [model for model, _ in rows]
+    labels = [
+        model if models.count(model) == 1 else f"{model} ({how.method.split(',')[0]})" for model, how in rows
+    ]
+    return [label if labels.count(label) == 1 else f"{label} row {i}" for i, label in enumerate(labels, 1)]
+
+
+def not_alike_lines(evaluations: dict[str, Evaluation], what: str) -> list[str]:
+    """The warning under a table whose rows were not evaluated alike, or the one line saying they
+    were; nothing for a single row."""
+    if len(evaluations) < 2:
+        return []
+    differ = differences(evaluations)
+    unknown = [label for label, e in evaluations.items() if NOT_RECORDED in e.cells()]
+    if not differ and not unknown:
+        data = next(iter(evaluations.values())).data
+        on = f", data {data}" if data else ""
+        return [f"The {what} here were evaluated alike (method, bound, beam, subset{on}).", ""]
+    if not differ:
+        return [
+            f"**Not ranked:** the files of {', '.join(unknown)} do not record how their {what} were "
+            "obtained (written by an older version), so they cannot be shown to be alike.",
+            "",
+        ]
+    lines = [
+        f"**Not evaluated alike, so not ranked.** The {what} here were obtained differently; "
+        "compare only rows with the same method, bound, beam, subset and data:",
+        "",
+    ]
+    lines += [f"- {line}" for line in differ]
+    if any(e.bound.startswith("upper bound") for e in evaluations.values()):
+        lines.append(
+            "- an upper bound on perplexity says only that the model's perplexity is at most that number"
+        )
+    return lines + [""]
+
+
+def number_tables(models: list[str], by_model: dict[str, list[Run]]) -> list[str]:
+    """One table per kind of result: a row per model and evaluation (seeds averaged), the numbers,
+    then how they were obtained; a warning where the rows were not evaluated alike."""
+    lines = []
+    for kind, title in SECTIONS.items():
+        rows: dict[tuple[str, Evaluation], list[dict[str, float]]] = defaultdict(list)
+        for model in models:
+            for run in by_model[model]:
+                for numbers in run.numbers:
+                    if numbers.kind == kind:
+                        rows[model, numbers.evaluation].append(numbers.values)
+        if not rows:
+            continue
+        names = list(dict.fromkeys(name for runs in rows.values() for values in runs for name in values))
+        lines += [
+            f"## {title}",
+            "",
+            "| model | " + " | ".join([*names, *COLUMNS]) + " |",
+            "|---|" + "---:|" * len(names) + "---|" * len(COLUMNS),
+        ]
+        labels = row_labels(rows)
+        for label, ((_, how), runs) in zip(labels, rows.items()):
+            cells = [_cell([values[name] for values in runs if name in values]) for name in names]
+            lines.append(f"| {label} | " + " | ".join([*cells, *how.cells()]) + " |")
+        lines.append("")
+        lines += not_alike_lines(dict(zip(labels, (how for _, how in rows))), "numbers")
+    return lines
+
+
+def _perplexity_vs_sg(
+    models: list[str], by_model: dict[str, list[Run]], runs: list[Run], out: Path
+) -> list[str]:
+    """The perplexity-vs-SG figure and its section: one point per model (mean over its runs), named
+    with the perplexity's method where the models' perplexities were not obtained alike."""
+    # The SG axis: the 31-suite score when every run has it, else the mean over the suites scored.
+    sg_label = SG_SETS["hu2020"]
+    with_perplexity = [r for r in runs if r.value("perplexity", PERPLEXITY_PER_WORD)]
+    if not all(r.value("syntaxgym", sg_label) for r in with_perplexity):
+        sg_label = SG_MEAN
+    pairs: dict[tuple[str, Evaluation], list[tuple[float, float]]] = defaultdict(list)
+    sg_evaluations: dict[tuple[str, Evaluation], Evaluation] = {}
+    for model in models:
+        for run in by_model[model]:
+            sg = run.value("syntaxgym", sg_label)
+            for numbers in run.numbers if sg else ():
+                if numbers.kind == "perplexity" and PERPLEXITY_PER_WORD in numbers.values:
+                    pairs[model, numbers.evaluation].append((numbers.values[PERPLEXITY_PER_WORD], sg[0]))
+                    sg_evaluations.setdefault((model, numbers.evaluation), sg[1])
+    if not pairs:
+        return []
+    labels = row_labels(pairs)
+    evaluations = {label: how for label, (_, how) in zip(labels, pairs)}
+    alike = not differences(evaluations)
+    names = labels
+    if not alike:  # each point says how its perplexity was obtained: "tg (gold, upper bound)"
+        names = [
+            f"{model} ({', '.join(dict.fromkeys([how.method.split(',')[0], how.bound.split(' (')[0]]))})"
+            for model, how in pairs
+        ]
+        names = [name if names.count(name) == 1 else label for name, label in zip(names, labels)]
+    points = {
+        name: (statistics.mean(p for p, _ in values), statistics.mean(s for _, s in values))
+        for name, values in zip(names, pairs.values())
+    }
+    # A model that cannot tell the conditions apart scores the mean of its suites' chance levels.
+    levels = {
+        round(statistics.mean(r.suite_chance.values()), 6)
+        if r.suite_chance and r.suite_chance.keys() == r.suite_methods.keys()
+        else None
+        for r in with_perplexity
+        if r.suite_methods
+    }
+    chance = levels.pop() if sg_label == SG_MEAN and len(levels) == 1 else None
+    figure = perplexity_vs_sg_figure(points, xlabel=PERPLEXITY_PER_WORD, ylabel=sg_label, chance=chance)
+    save_figure(figure, out / "perplexity_vs_sg.png")
+    lines = ["## Perplexity and SG score", "", "![perplexity vs SG score](perplexity_vs_sg.png)", ""]
+    lines += not_alike_lines(evaluations, "perplexities")
+    return lines + not_alike_lines(dict(zip(labels, sg_evaluations.values())), "SG scores")
+
+
 def make_report(
     run_folders: Iterable[str | Path],
     out: str | Path,
@@ -315,15 +513,18 @@ def make_report(
     by_model: dict[str, list[Run]] = defaultdict(list)
     for run in runs:
         by_model[run.model].append(run)
-    metrics = list(dict.fromkeys(name for run in runs for name in run.metrics))
 
     lines = ["# Results", "", f"{len(runs)} runs of {len(models)} models: " + ", ".join(models) + ".", ""]
-    if metrics:
-        lines += ["| model | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]
-        for model in models:
-            cells = [_cell([r.metrics[m] for r in by_model[model] if m in r.metrics]) for m in metrics]
-            lines.append(f"| {model} | " + " | ".join(cells) + " |")
-        lines.append("")
+    tables = number_tables(models, by_model)
+    if tables:
+        lines += [
+            "Each number is shown with how it was obtained: the method (exact for words-only models; "
+            "gold tree, proposal trees or beam search for joint models), the bound (what the number "
+            "is relative to the model's true value), the beam (action/word/fast-track) and the subset "
+            "evaluated. Runs of one model evaluated alike are averaged (mean ± sample std, n runs).",
+            "",
+            *tables,
+        ]
     else:
         lines += ["No result files were found in the run folders.", ""]
 
@@ -349,25 +550,7 @@ def make_report(
     comparisons = sg_comparisons(by_model, baseline)
     if comparisons:
         lines += comparison_lines(comparisons, baseline, {model: len(by_model[model]) for model in models})
-    # The SG axis: the 31-suite score when every run has it, else the mean over the suites scored.
-    sg_label = SG_SETS["hu2020"]
-    if not all(sg_label in r.metrics for r in runs if PERPLEXITY_PER_WORD in r.metrics):
-        sg_label = "SG mean over scored suites"
-    points = {}
-    for model in models:
-        pairs = [
-            (r.metrics[PERPLEXITY_PER_WORD], r.metrics[sg_label])
-            for r in by_model[model]
-            if {PERPLEXITY_PER_WORD, sg_label} <= r.metrics.keys()
-        ]
-        if pairs:
-            points[model] = (statistics.mean(p for p, _ in pairs), statistics.mean(s for _, s in pairs))
-    if points:
-        figure = perplexity_vs_sg_figure(points)
-        figure.axes[0].set_ylabel(sg_label)
-        figure.axes[0].set_xlabel(PERPLEXITY_PER_WORD)
-        save_figure(figure, out / "perplexity_vs_sg.png")
-        lines += ["## Perplexity and SG score", "", "![perplexity vs SG score](perplexity_vs_sg.png)", ""]
+    lines += _perplexity_vs_sg(models, by_model, runs, out)
     if figure_sentence is not None:
         from syntaxlm.report.model_figures import report_model_figures, sentence_words
 

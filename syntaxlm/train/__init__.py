@@ -25,12 +25,14 @@ from syntaxlm.train.config import (
 )
 from syntaxlm.train.trainer import (
     TrainingError,
+    TrainingInterrupted,
     TrainResult,
     accumulate_gradients,
     evaluate,
     lr_factor,
     planned_steps,
     train,
+    unfinished_runs,
     unigram_loss,
 )
 
@@ -44,6 +46,7 @@ __all__ = [
     "TrainConfig",
     "TrainResult",
     "TrainingError",
+    "TrainingInterrupted",
     "TrainingState",
     "VocabSettings",
     "accumulate_gradients",
@@ -56,5 +59,6 @@ __all__ = [
     "run_config",
     "save_checkpoint",
     "train",
+    "unfinished_runs",
     "unigram_loss",
 ]

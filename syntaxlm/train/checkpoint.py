@@ -8,7 +8,7 @@
   memory), so that a resumed stream continues with the same memory;
 
 and in its JSON header (``__metadata__``, readable with any safetensors tool) the scalar state:
-step, epoch, next batch, best validation loss and step, patience counter, the optimiser's
+step, epoch, next batch, best validation loss and step, patience counter, seconds trained, the optimiser's
 parameter groups, and the shape of the carried state; and ``tensors_sha256``, the sha256 of all the
 tensors (``syntaxlm.models.base.tensors_sha256``), required and checked on loading (a checkpoint the
 user trusts is sealed with ``syntaxlm model seal``), as is that every tensor is finite. No pickle:
@@ -71,6 +71,7 @@ class TrainingState:
     log_interval: dict[str, Any] = field(default_factory=dict)  # training numbers since the last log row
     skipped_batches: int = 0  # batches skipped for a non-finite loss (train.on_nonfinite: skip)
     skipped_in_a_row: list[list[int]] = field(default_factory=list)  # [epoch, batch] of the latest ones
+    train_seconds: float = 0.0  # wall-clock seconds of the training loop, over resumes (train.max_minutes)
 
 
 @dataclass

@@ -131,6 +131,9 @@ class TrainConfig:
     checkpoint_every: int = 200
     device: Literal["auto", "cpu", "cuda"] = "auto"
     epochs: int | None = None
+    # A wall-clock budget: training stops at the first step boundary after this many minutes of
+    # training (summed over resumes), then validates and saves as at any end. None: no budget.
+    max_minutes: float | None = None
     # A NaN or infinite loss or gradient norm: "stop" the run, or "skip" the step's batches (no
     # update) and stop after ``max_skipped_batches`` skipped in a row.
     on_nonfinite: Literal["stop", "skip"] = "stop"
@@ -161,6 +164,11 @@ class TrainConfig:
             raise ConfigError(f"{where}: train.betas must be two numbers in [0, 1), got {list(self.betas)}")
         if not 0 <= self.min_lr_ratio <= 1:
             raise ConfigError(f"{where}: train.min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
+        if self.max_minutes is not None and not self.max_minutes > 0:
+            raise ConfigError(
+                f"{where}: train.max_minutes must be a positive number of minutes (or null: no time "
+                f"budget), got {self.max_minutes}"
+            )
         if self.clip_norm is not None and not self.clip_norm > 0:
             raise ConfigError(f"{where}: train.clip_norm must be positive (or null: no clipping)")
 
@@ -184,7 +192,12 @@ class RunConfig:
 
 
 # Keys added to recipes after runs were made: a run's config without one had its default.
-ADDED_KEYS = {"data.on_problem": "report", "train.on_nonfinite": "stop", "train.max_skipped_batches": 10}
+ADDED_KEYS = {
+    "data.on_problem": "report",
+    "train.on_nonfinite": "stop",
+    "train.max_skipped_batches": 10,
+    "train.max_minutes": None,
+}
 
 
 def recorded_config(saved: dict[str, Any]) -> dict[str, Any]:

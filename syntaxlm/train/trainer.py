@@ -52,7 +52,7 @@ from torch import Tensor, nn
 
 from syntaxlm.data.batching import Batch, RowCorpus
 from syntaxlm.data.treebank import read_treebank_positions, treebank_kind
-from syntaxlm.errors import InputFormatError, SyntaxlmError
+from syntaxlm.errors import InputFormatError, MissingPosTagError, SyntaxlmError
 from syntaxlm.files import NO_SPACE, atomic_writer, no_space_reported, read_json, remove_temporary_files
 from syntaxlm.models import ConfigError, SyntacticLM, construct_model, model_class
 from syntaxlm.models.base import DataProblems, LossOutput
@@ -66,10 +66,16 @@ from syntaxlm.train.checkpoint import (
 from syntaxlm.train.config import DataConfig, RunConfig, TrainConfig, recorded_config
 from syntaxlm.train.logs import RunLog
 
+_clock = time.monotonic  # the clock of train.max_minutes
+
 CONFIG_FILE = "config.json"
 RESULT_FILE = "training.json"
 LOCK_FILE = "run.lock"
 BEST, LAST = "best", "last"
+POS_TAGS_HINT = (
+    "the recipes read Penn trees with POS tags: clean with `syntaxlm data clean --style ptb` (not "
+    "choe-charniak), or read trees without POS tags with data.pos_tags=false (--set data.pos_tags=false)"
+)
 
 # Keys a resumed run may change: they decide when to stop, log or save, not what a step computes
 # (except that ``max_steps`` and ``epochs`` set the length the cosine schedule decays over).
@@ -78,6 +84,7 @@ RESUMABLE_CHANGES = frozenset(
     for key in (
         "max_steps",
         "epochs",
+        "max_minutes",
         "log_every",
         "checkpoint_every",
         "eval_every",
@@ -93,19 +100,45 @@ class TrainingError(SyntaxlmError):
     """Training cannot go on: the loss became NaN or infinite, a corpus is empty, a resume does not fit."""
 
 
+class TrainingInterrupted(KeyboardInterrupt):
+    """Training stopped by Ctrl-C (``KeyboardInterrupt``): the step reached and the checkpoint a
+    resumed run starts from (``checkpoint`` None when none was written yet)."""
+
+    def __init__(self, run: Path, step: int | None = None):
+        path = run / CHECKPOINT_FILE
+        self.run = run
+        self.checkpoint = path if path.is_file() else None
+        self.checkpoint_step = None if self.checkpoint is None else _checkpoint_step(path)
+        self.step = step if step is not None else (self.checkpoint_step or 0)
+        super().__init__(run, self.step)  # the arguments again, for pickling (worker processes)
+
+    def __str__(self) -> str:
+        return self.describe()
+
+    def describe(self) -> str:
+        text = f"training in {self.run} interrupted at step {self.step}; "
+        if self.checkpoint is None:
+            return text + "no checkpoint written yet (a resumed run starts from step 0)"
+        text += f"last checkpoint: step {self.checkpoint_step} ({self.checkpoint})"
+        if self.checkpoint_step != self.step:
+            text += f"; a resumed run trains the steps after {self.checkpoint_step} again"
+        return text
+
+
 @dataclass
 class TrainResult:
     """How a run ended. Losses are nats per target token of the ``lm`` part on the validation set."""
 
     run: Path
     steps: int
-    stopped: str  # "max_steps", "epochs" or "early_stopping"
+    stopped: str  # "max_steps", "epochs", "early_stopping" or "max_minutes" (the time budget)
     best_valid_loss: float | None
     best_step: int | None
     last_valid_loss: float | None
     unigram_valid_loss: float
     model: SyntacticLM
     skipped_batches: int = 0  # batches of steps skipped for a non-finite loss (train.on_nonfinite: skip)
+    train_seconds: float = 0.0  # wall-clock seconds of the training loop, over resumes
     data_problems: dict[str, Any] = field(default_factory=dict)  # {"train"/"valid": DataProblems.to_dict()}
 
     @property
@@ -556,34 +589,43 @@ def _lock_run_folder(out: Path) -> tuple[Any, str | None]:
 def _train(
     config: RunConfig, out: Path, *, resume: bool, progress: bool, processes: Processes, device: torch.device
 ) -> TrainResult:
-    """The run in the locked folder ``out``: its folder, data and model, restored state, loop and record."""
-    fresh = _prepare_run_folder(config, out, processes, resume=resume)
-    model, data = _build_model_and_data(config, out, processes, fresh=fresh)
-    if processes.main:  # from here on the folder holds a run (resumable, not overwritten)
-        run_record = {
-            "model": config.model.model,
-            "seed": config.train.seed,
-            "world_size": processes.world_size,
-        }
-        with no_space_reported(out, "the run's config"):
-            _write_json(out / CONFIG_FILE, {**run_record, "train_config": config.to_dict()})
-    unigram = unigram_loss(data.train, data.valid, vocab_size=len(model.vocab))
-    run = _restore(config, out, model, data, processes, device, fresh=fresh)
-    run.open_log(unigram, progress=progress)
+    """The run in the locked folder ``out``: its folder, data and model, restored state, loop and record.
+
+    A Ctrl-C (``KeyboardInterrupt``) anywhere in it removes what it left half-written and raises
+    ``TrainingInterrupted``; the last checkpoint is whole (checkpoints are written atomically)."""
+    run: _Run | None = None
     try:
-        stopped = run.loop()
-        run.finish()
-    except OSError as error:
-        if error.errno not in NO_SPACE:
-            raise
-        raise TrainingError(
-            f"training stopped at step {run.state.step}: no space left on the device of {out} "
-            f"(writing {error.filename or 'a file'}); {run.last_good_checkpoint()}, intact. Free space, "
-            "then resume (--resume)"
-        ) from error
-    finally:
-        run.log.close()
-    return _record_result(run, stopped, unigram)
+        fresh = _prepare_run_folder(config, out, processes, resume=resume)
+        model, data = _build_model_and_data(config, out, processes, fresh=fresh)
+        if processes.main:  # from here on the folder holds a run (resumable, not overwritten)
+            run_record = {
+                "model": config.model.model,
+                "seed": config.train.seed,
+                "world_size": processes.world_size,
+            }
+            with no_space_reported(out, "the run's config"):
+                _write_json(out / CONFIG_FILE, {**run_record, "train_config": config.to_dict()})
+        unigram = unigram_loss(data.train, data.valid, vocab_size=len(model.vocab))
+        run = _restore(config, out, model, data, processes, device, fresh=fresh)
+        run.open_log(unigram, progress=progress)
+        try:
+            stopped = run.loop()
+            run.finish()
+        except OSError as error:
+            if error.errno not in NO_SPACE:
+                raise
+            raise TrainingError(
+                f"training stopped at step {run.state.step}: no space left on the device of {out} "
+                f"(writing {error.filename or 'a file'}); {run.last_good_checkpoint()}, intact. Free "
+                "space, then resume (--resume)"
+            ) from error
+        finally:
+            run.log.close()
+        return _record_result(run, stopped, unigram)
+    except KeyboardInterrupt:
+        if processes.main:
+            _tidy_run_folder(out)
+        raise TrainingInterrupted(out, None if run is None else run.state.step) from None
 
 
 def _prepare_run_folder(config: RunConfig, out: Path, processes: Processes, *, resume: bool) -> bool:
@@ -600,10 +642,15 @@ def _prepare_run_folder(config: RunConfig, out: Path, processes: Processes, *, r
     processes.barrier()  # every process has looked at the folder before the first one writes to it
     if processes.main:
         out.mkdir(parents=True, exist_ok=True)
-        for folder in (out, out / "data", out / "vocab"):  # the folders the run writes files into
-            remove_temporary_files(folder)
-        repair_model_folders(out)
+        _tidy_run_folder(out)
     return fresh
+
+
+def _tidy_run_folder(out: Path) -> None:
+    """Remove the temporary files and half-written model folders a stopped run left in ``out``."""
+    for folder in (out, out / "data", out / "vocab"):  # the folders the run writes files into
+        remove_temporary_files(folder)
+    repair_model_folders(out)
 
 
 @dataclass
@@ -620,12 +667,15 @@ def _build_model_and_data(
     config: RunConfig, out: Path, processes: Processes, *, fresh: bool
 ) -> tuple[SyntacticLM, _RunData]:
     """Write the data files, read the treebanks, build the model, and prepare its two corpora."""
-    with no_space_reported(out, "the run's data and vocabulary"):
-        paths, vocab = _prepare_files(config, out, processes, fresh=fresh)
-    treebanks = {
-        role: read_treebank_positions(paths[role], pos_tags=config.data.pos_tags)
-        for role in ("train", "valid")
-    }
+    try:
+        with no_space_reported(out, "the run's data and vocabulary"):
+            paths, vocab = _prepare_files(config, out, processes, fresh=fresh)
+        treebanks = {
+            role: read_treebank_positions(paths[role], pos_tags=config.data.pos_tags)
+            for role in ("train", "valid")
+        }
+    except MissingPosTagError as error:
+        raise error.with_hint(POS_TAGS_HINT) from None
     model = _build_model(config, treebanks["train"][0], vocab)
     prepared = {
         role: prepared_corpus(model, paths[role], treebank, on_problem=config.data.on_problem)
@@ -712,8 +762,10 @@ class _Run:
     total_steps: int = field(init=False)  # ``planned_steps``
     n_parameters: int = field(init=False)
     log: RunLog = field(init=False)  # ``open_log``
+    started: float = field(init=False)  # ``_clock()`` when this process took the run up
 
     def __post_init__(self):
+        self.started = _clock()
         self.carried_epoch = self.state.epoch
         self.checkpoint_path = self.out / CHECKPOINT_FILE
         self.weights = self.model.loss_weights
@@ -746,7 +798,8 @@ class _Run:
             log.note(f"resuming at step {state.step} (epoch {state.epoch}, batch {state.batch})")
 
     def loop(self) -> str:
-        """Take steps until ``max_steps``, early stopping or the last epoch; returns which ended the run."""
+        """Take steps until ``max_steps``, early stopping, the last epoch or the time budget
+        (``max_minutes``); returns which ended the run."""
         tc, state = self.config.train, self.state
         stream = _micro_batches(self.data.train, tc, state.epoch, state.batch, self.processes)
         interval = _Interval(state.log_interval)
@@ -755,10 +808,21 @@ class _Run:
                 return "max_steps"
             if tc.patience is not None and state.bad_validations >= tc.patience:
                 return "early_stopping"
+            if tc.max_minutes is not None and self.out_of_time(tc.max_minutes):
+                return "max_minutes"
             taken = list(_take(stream, tc.grad_accum))
             if not taken:
                 return "epochs"
             self.step(taken, interval)
+
+    def seconds_trained(self) -> float:
+        """Wall-clock seconds of training: those of the checkpoint resumed from, and this process's since."""
+        return self.state.train_seconds + (_clock() - self.started)
+
+    def out_of_time(self, minutes: float) -> bool:
+        """Whether ``minutes`` of training are spent (on any process: they all stop at the same step)."""
+        spent = float(self.seconds_trained() >= 60.0 * minutes)
+        return self.processes.sum([spent], self.device)[0] > 0
 
     def step(self, taken: list[tuple[int, int, Batch]], interval: _Interval) -> None:
         """One optimiser step over the micro-batches ``taken``; then the log, validation, checkpoint due."""
@@ -881,6 +945,9 @@ class _Run:
         if self.checkpointed_step == self.state.step:
             return
         self.checkpointed_step = self.state.step
+        now = _clock()
+        self.state.train_seconds += now - self.started
+        self.started = now
         everyone = self.processes.gather(_moved(self.carried, "cpu"))
         if self.processes.main:
             save_checkpoint(
@@ -920,6 +987,17 @@ class _Run:
         return round(self.state.epoch + self.state.batch / self.n_batches, 4)
 
 
+def unfinished_runs(folder: str | Path) -> list[tuple[Path, int | str | None]]:
+    """The run folders in ``folder`` (itself included) without a result: runs stopped before their
+    end, which a resume continues. Each with the step of its checkpoint (None: none written yet)."""
+    runs = []
+    for lock in sorted(Path(folder).rglob(LOCK_FILE)):
+        run, checkpoint = lock.parent, lock.parent / CHECKPOINT_FILE
+        if not (run / RESULT_FILE).is_file():
+            runs.append((run, _checkpoint_step(checkpoint) if checkpoint.is_file() else None))
+    return runs
+
+
 def _record_result(run: _Run, stopped: str, unigram: float) -> TrainResult:
     """How the run ended, also written to ``training.json`` by the first process."""
     state, data, config = run.state, run.data, run.config
@@ -933,6 +1011,7 @@ def _record_result(run: _Run, stopped: str, unigram: float) -> TrainResult:
         unigram_valid_loss=unigram,
         model=run.model,
         skipped_batches=state.skipped_batches,
+        train_seconds=round(run.seconds_trained(), 1),
         data_problems={role: problems.to_dict() for role, problems in data.problems.items()},
     )
     if run.processes.main:
@@ -952,6 +1031,7 @@ def _record_result(run: _Run, stopped: str, unigram: float) -> TrainResult:
                 "parameters": run.n_parameters,
                 "loss_unit": "nats per target token (lm part)",
                 "skipped_batches": state.skipped_batches,
+                "train_seconds": result.train_seconds,
                 "data_problems": result.data_problems,
             },
             inputs={role: path for role, path in data.paths.items()},

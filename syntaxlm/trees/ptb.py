@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
-from syntaxlm.errors import TreeError, TreeFormatError
+from syntaxlm.errors import MissingPosTagError, TreeError, TreeFormatError
 from syntaxlm.files import atomic_writer, read_lines
 from syntaxlm.trees.clean import Cleaning
 from syntaxlm.trees.tree import Tree
@@ -47,6 +47,8 @@ TREEBANK_SUFFIXES = (".mrg", ".tree", ".trees", ".ptb", ".gz", ".bracketed")
 """File name endings taken from a directory given to the reader."""
 
 _MISSING = object()
+_POS_TAG_EXPECTED = "every word alone under a POS tag, e.g. (NN word)"
+_POS_TAG_HINT = "if the trees have no POS tags (Choe–Charniak style), read them with POS tags off"
 _MAX_SHARED_PRETERMINALS = 500_000
 
 
@@ -154,9 +156,10 @@ class TreeReader:
 
         def error_at(problem: str, expected: str, token: int) -> TreeFormatError:
             line, column = chunks.locate(token)
-            return TreeFormatError(
-                problem, path=path, line=line, column=column, sentence=sentence, expected=expected
-            )
+            where = {"path": path, "line": line, "column": column, "sentence": sentence, "expected": expected}
+            if expected == _POS_TAG_EXPECTED:
+                return MissingPosTagError(problem, hint=_POS_TAG_HINT, **where)
+            return TreeFormatError(problem, **where)
 
         for base, tokens in chunks:
             if len(made) > _MAX_SHARED_PRETERMINALS:  # bound memory on huge corpora
@@ -184,7 +187,7 @@ class TreeReader:
                                     raise _Bad(
                                         f"word {kids[-1][0]!r} outside a preterminal: ({labels[-1]} ...) "
                                         "holds both words and brackets",
-                                        "every word alone under a POS tag, e.g. (NN word)",
+                                        _POS_TAG_EXPECTED,
                                         base + i,
                                     )
                                 if len(labels) > 1 or (labels and wrapper):
@@ -220,7 +223,7 @@ class TreeReader:
                                     raise _Bad(
                                         f"word {kids[-1][0]!r} outside a preterminal: ({top} ...) "
                                         "holds both words and brackets",
-                                        "every word alone under a POS tag, e.g. (NN word)",
+                                        _POS_TAG_EXPECTED,
                                         base + i,
                                     )
                             elif wrapper == 2:
@@ -311,9 +314,7 @@ class TreeReader:
                                     problem = f"second word {token!r} in ({labels[-1]} {siblings[0]} ...)"
                                 else:
                                     problem = f"word {token!r} outside a preterminal: ({labels[-1]} ...) holds brackets"
-                                raise _Bad(
-                                    problem, "every word alone under a POS tag, e.g. (NN word)", base + i
-                                )
+                                raise _Bad(problem, _POS_TAG_EXPECTED, base + i)
                             siblings.append(token)
                             after_word = pos_tags
                     start = len(tokens)

@@ -262,7 +262,7 @@ def _tree_scores(
     batch_size: int = 8,
     progress: bool = False,
 ) -> list[SentenceScores]:
-    """``proposal_scores``, its progress bar labelled by ``method`` ("proposals" or "gold")."""
+    """``proposal_scores``, its results and progress bar named by ``method`` ("proposals" or "gold")."""
     from tqdm import tqdm
 
     if len(proposals) != len(sentences):
@@ -304,7 +304,7 @@ def _tree_scores(
                     "context": recorded,
                 }
                 results[i] = _scores_from_trees(
-                    encoded[i], unique[i], sequences[i], values[i], "proposals", details
+                    encoded[i], unique[i], sequences[i], values[i], method, details
                 )
     return results  # type: ignore[return-value]
 
@@ -337,7 +337,6 @@ def gold_scores(
         **bounds,
     )
     for score in scores:
-        score.method = "gold"
         score.details = {"renormalised": renormalise, "context": score.details["context"]}
     return scores
 

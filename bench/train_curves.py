@@ -83,13 +83,13 @@ def main() -> None:
         result = train(config, folder / name, progress=False)
         train_curves[name], (steps, losses) = read_loss_curves(folder / name / "log.csv")
         curves[name] = (steps, losses)
-        baselines[f"{name} unigram"] = result.unigram_valid_loss
+        baselines[f"{name} unigram"] = result.baseline_valid_loss
         report["results"][name] = {
             "parameters": sum(p.numel() for p in result.model.parameters()),
             "best_valid_loss": round(result.best_valid_loss, 4),
             "best_step": result.best_step,
-            "unigram_valid_loss": round(result.unigram_valid_loss, 4),
-            "best_over_unigram": round(result.best_valid_loss / result.unigram_valid_loss, 3),
+            "unigram_valid_loss": round(result.baseline_valid_loss, 4),
+            "best_over_unigram": round(result.best_valid_loss / result.baseline_valid_loss, 3),
             "minutes": round((time.perf_counter() - start) / 60, 2),
             "curve": {"step": steps, "valid_loss": [round(x, 4) for x in losses]},
         }

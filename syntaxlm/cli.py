@@ -980,6 +980,19 @@ def eval_ppl(
         ),
     ] = ScoreMethod.auto,
     proposals: Annotated[Path | None, typer.Option(help="--method proposals: INDEX<TAB>TREE lines.")] = None,
+    parser: Annotated[
+        Path | None,
+        typer.Option(
+            help="--method proposals: a saved proposal parser (a parser recipe's run) to draw the trees "
+            "from: the importance-sampled perplexity, the sum over the unique samples (the TG paper's "
+            "bound) and the beam's marginal, side by side."
+        ),
+    ] = None,
+    samples: Annotated[int, typer.Option(min=1, help="--parser: trees drawn per sentence (TG: 300).")] = 300,
+    seed: Annotated[int, typer.Option(help="--parser: the seed of the draws.")] = 0,
+    compare_beam: Annotated[
+        bool, typer.Option(help="--parser: also score the sentences with the beam search.")
+    ] = True,
     context: Annotated[
         str,
         typer.Option(
@@ -1019,9 +1032,21 @@ def eval_ppl(
     words = [tree.leaves() for tree in trees] if trees is not None else read_sentences(data)
     if method == ScoreMethod.gold and trees is None:
         raise typer.BadParameter("--method gold needs a treebank (PTB brackets) as DATA", param_hint="DATA")
-    if method == ScoreMethod.proposals and proposals is None:
-        raise typer.BadParameter("--method proposals needs --proposals", param_hint="--proposals")
+    if method == ScoreMethod.proposals and (proposals is None) == (parser is None):
+        raise typer.BadParameter(
+            "--method proposals needs --proposals (trees) or --parser (a parser to draw them), one of them",
+            param_hint="--proposals",
+        )
+    if parser is not None and method != ScoreMethod.proposals:
+        raise typer.BadParameter("--parser is for --method proposals", param_hint="--parser")
     settings = {"context": context, "batch_size": batch_size, "progress": progress}
+    if parser is not None:
+        from syntaxlm.inference import BeamSettings
+
+        beam = BeamSettings(action_beam, word_beam, fast_track) if compare_beam else None
+        drawn = {"samples": samples, "seed": seed, "beam": beam, "batch_size": batch_size, "progress": progress}
+        _proposal_perplexity(data, model, parser, words[:limit], drawn, len(words), limit, as_json, out)
+        return
     scorer = _scorer(model, method.value, action_beam, word_beam, fast_track, **settings)
     segmented = document_context(scorer.model, "training")["segment_length"] is not None
     if scorer.method == "beam" and context == "training" and segmented:
@@ -1045,6 +1070,30 @@ def eval_ppl(
     if skipped:
         options["skipped_too_long"] = skipped  # sentence indices in DATA
     _emit("perplexity", result.to_json(), as_json, out, result.render(), inputs, options)
+
+
+def _proposal_perplexity(
+    data: Path, model: Path, parser: Path, words, drawn: dict, in_data: int, limit, as_json: bool, out
+) -> None:
+    """``eval ppl --method proposals --parser``: ``experiments.proposal_perplexity`` with the
+    options ``drawn`` (samples, seed, beam, batch_size, progress)."""
+    from syntaxlm.experiments import proposal_perplexity
+    from syntaxlm.models import load_language_model, load_parser
+
+    evaluation = proposal_perplexity(load_language_model(model), load_parser(parser), words, **drawn)
+    inputs = {"data": data, "model": model / "model.safetensors", "parser": parser / "model.safetensors"}
+    options = {
+        "method": "importance-sampling",
+        "proposal_samples": drawn["samples"],
+        "proposal_seed": drawn["seed"],
+        "limit": limit,
+    }
+    if limit is not None:
+        options["sentences_in_data"] = in_data
+    if drawn["beam"] is not None:
+        beam = drawn["beam"]
+        options |= {"action_beam": beam.action_beam, "word_beam": beam.word_beam, "fast_track": beam.fast_track}
+    _emit("perplexity", evaluation.result, as_json, out, evaluation.text, inputs, options)
 
 
 @eval_app.command("gen")
@@ -1145,9 +1194,9 @@ def _scorer(model: Path, method: str, action_beam: int, word_beam: int, fast_tra
     """The ``Scorer`` of a saved model from the scoring options; ``options`` are the Scorer's
     ``context``, ``batch_size`` and ``progress``."""
     from syntaxlm.inference import BeamSettings, Scorer
-    from syntaxlm.models import load_model
+    from syntaxlm.models import load_language_model
 
-    loaded = load_model(model)
+    loaded = load_language_model(model)
     return Scorer(loaded, method=method, beam=BeamSettings(action_beam, word_beam, fast_track), **options)
 
 
@@ -1216,10 +1265,27 @@ def parse_command(
         ParseMethod,
         typer.Option(
             help="beam: the beam search's best tree; rerank: the best proposal; induced: the binary tree "
-            "of a structure-inducing model (PRPN, SOM); auto: induced where the model has one, else beam."
+            "of a structure-inducing model (PRPN, SOM); auto: induced where the model has one, the "
+            "parser's best tree for a proposal parser, else beam."
         ),
     ] = ParseMethod.auto,
     proposals: Annotated[Path | None, typer.Option(help="--method rerank: INDEX<TAB>TREE lines.")] = None,
+    parser: Annotated[
+        Path | None, typer.Option(help="--method rerank: a saved proposal parser whose samples are reranked.")
+    ] = None,
+    samples: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="With --parser: samples to rerank (default 300). With a parser as MODEL: write this many "
+            "samples per sentence as INDEX<TAB>TREE lines (the --proposals format).",
+        ),
+    ] = None,
+    kbest: Annotated[
+        int | None,
+        typer.Option(min=1, help="With a parser as MODEL: its k best trees per sentence, as INDEX<TAB>TREE lines."),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="The seed of the parser's samples.")] = 0,
     pos_tags: PosTagsOption = True,
     out: Annotated[Path | None, typer.Option(help="Write the trees here instead of printing them.")] = None,
     action_beam: ActionBeamOption = 100,
@@ -1229,25 +1295,34 @@ def parse_command(
     progress: ProgressOption = True,
     limit: SentenceLimitOption = None,
 ) -> None:
-    """Parse sentences with a joint or structure-inducing model: PTB brackets, one tree per line."""
+    """Parse sentences with a joint, structure-inducing or proposal-parser model: PTB brackets, one
+    tree per line (a parser's k best or samples: INDEX<TAB>TREE lines)."""
     from syntaxlm.data.sentences import read_sentences
     from syntaxlm.inference import BeamSettings, parse, read_proposals
-    from syntaxlm.models import load_model
+    from syntaxlm.models import SyntacticLM, load_model, load_parser
     from syntaxlm.trees.ptb import write_trees
 
-    words = read_sentences(sentences)
-    if method == ParseMethod.rerank and proposals is None:
-        raise typer.BadParameter("--method rerank needs --proposals", param_hint="--proposals")
+    words = read_sentences(sentences)[:limit]
+    loaded = load_model(model)
+    if not isinstance(loaded, SyntacticLM):
+        _parser_trees(loaded, words, kbest, samples, seed, batch_size, out)
+        return
+    if kbest is not None:
+        raise typer.BadParameter("--kbest is for a proposal parser as MODEL", param_hint="--kbest")
+    if method == ParseMethod.rerank and (proposals is None) == (parser is None):
+        raise typer.BadParameter("--method rerank needs --proposals or --parser, one of them", param_hint="--proposals")
     given = (
         None if proposals is None else read_proposals(proposals, n_sentences=len(words), pos_tags=pos_tags)
     )
-    words, given = words[:limit], None if given is None else given[:limit]
     beam = BeamSettings(action_beam, word_beam, fast_track)
     trees = parse(
-        load_model(model),
+        loaded,
         words,
         method=method.value,
         proposals=given,
+        parser=None if parser is None else load_parser(parser),
+        samples=300 if samples is None else samples,
+        seed=seed,
         beam=beam,
         batch_size=batch_size,
         progress=progress,
@@ -1257,6 +1332,24 @@ def parse_command(
         typer.echo("\n".join(tree.to_bracket() for tree in trees))
     else:
         write_trees(out, trees)
+
+
+def _parser_trees(parser, words: list[list[str]], kbest: int | None, samples: int | None, seed: int,
+                  batch_size: int, out: Path | None) -> None:  # fmt: skip
+    """``parse`` with a proposal parser as the model: its best tree per sentence, or its ``kbest``
+    trees or ``samples`` samples as INDEX<TAB>TREE lines."""
+    if kbest is not None and samples is not None:
+        raise typer.BadParameter("give --kbest or --samples, not both", param_hint="--kbest")
+    if kbest is None and samples is None:
+        lines = [best[0].tree.to_bracket() for best in parser.parse(words, batch_size=batch_size)]
+    else:
+        found = (
+            parser.parse(words, k=kbest, batch_size=batch_size)
+            if kbest is not None
+            else parser.sample(words, samples, seed=seed, batch_size=batch_size)
+        )
+        lines = [f"{i}\t{tree.tree.to_bracket()}" for i, trees in enumerate(found) for tree in trees]
+    _write_lines(lines, out)
 
 
 class GenerateFormat(str, Enum):
@@ -1550,8 +1643,9 @@ def train_command(
             stopped = f"time budget of {run_config.train.max_minutes:g} minutes (train.max_minutes) spent"
         typer.echo(
             f"{result.steps} steps ({stopped}); "
-            f"best validation loss {best} nats/token at step {result.best_step} (model in {out / 'best'}); "
-            f"last {last}; unigram baseline {result.unigram_valid_loss:.4f}"
+            f"best validation loss {best} nats/{result.model.target_unit} at step {result.best_step} "
+            f"(model in {out / 'best'}); "
+            f"last {last}; {result.baseline} baseline {result.baseline_valid_loss:.4f}"
         )
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         # The run is over and its files are written. Leave without the interpreter's teardown, in
@@ -1672,6 +1766,18 @@ def reproduce_command(
     test_sentences: Annotated[
         int | None, typer.Option(help="Score only the first N test sentences.", show_default=False)
     ] = None,
+    parser: Annotated[
+        str | None,
+        typer.Option(
+            help="Joint models (TG, TXL (trees), PLM): the proposal parser for importance-sampled "
+            "perplexity and reranked F1, a saved parser folder or a parser recipe (default: the "
+            "recipe parser-SCALE where one exists, trained once on the same data). 'none': without.",
+            show_default=False,
+        ),
+    ] = None,
+    proposal_samples: Annotated[
+        int, typer.Option(min=1, help="Trees per test sentence drawn from the parser (TG: 300).")
+    ] = 300,
     action_beam: ActionBeamOption = 100,
     word_beam: WordBeamOption = 10,
     fast_track: FastTrackOption = 5,
@@ -1690,6 +1796,7 @@ def reproduce_command(
         beam=BeamSettings(action_beam, word_beam, fast_track),
         test_sentences=test_sentences,
         batch_size=batch_size,
+        proposal_samples=proposal_samples,
     )
     name = find_recipe(recipe).stem
     out = out if out is not None else Path("runs") / "reproduce" / name
@@ -1702,6 +1809,7 @@ def reproduce_command(
             suites=_suite_files(suites) if suites else [],
             overrides=set_ or [],
             settings=settings,
+            parser=parser,
             echo=typer.echo,
         )
 

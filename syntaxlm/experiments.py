@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -257,6 +258,7 @@ class EvalSettings:
     test_sentences: int | None = None
     batch_size: int = 32
     context: str = "training"
+    proposal_samples: int = 300  # trees per sentence from a proposal parser (the TG paper's 300)
 
 
 def beam_options(scorer) -> dict[str, Any]:
@@ -331,6 +333,7 @@ def evaluate_model(
     test: str | Path | None = None,
     suites: Sequence[Path] = (),
     settings: EvalSettings = EvalSettings(),
+    parser: str | Path | None = None,
     progress: bool = False,
 ) -> dict[str, Path]:
     """Evaluate a saved model and write one result file per evaluation into ``out``:
@@ -343,6 +346,11 @@ def evaluate_model(
     - ``parseval.json``: EVALB (COLLINS.prm) F1 of the beam's best trees, for joint models on a
       constituency test set (one beam search gives both);
     - ``uf1.json``: unsupervised F1 of the induced trees, for models that induce them;
+    - with a proposal ``parser`` (a saved parser folder), for joint models on a constituency test
+      set: ``perplexity-importance.json``, the importance-sampled perplexity over
+      ``settings.proposal_samples`` trees per sentence with the sum over the unique samples
+      beside it (``proposal_perplexity``), and ``parseval-rerank.json``, the EVALB F1 of the
+      sample of highest ``p(x, y)`` (reranking, TG §3.2);
     - ``sg/SUITE.json``: per SyntaxGym suite.
 
     Returns the written files by name.
@@ -400,6 +408,10 @@ def evaluate_model(
                     options=options | beam_options(scorer) | {"parses": "the beam's best tree"},
                 ),
             )
+        if parser is not None and scorer.joint and constituency:
+            written |= _proposal_results(
+                model, Path(parser), words, test, out, weights, options, settings, progress
+            )
         if model.induces_trees and constituency:
             # As the PRPN authors: the model parses the scored words only (no punctuation, §6.3).
             gold = _gold_trees(TreeReader(test, cleaning=PTB_CLEANING), words, test)
@@ -422,6 +434,107 @@ def evaluate_model(
                 "syntaxgym", result, inputs={"suite": path, **weights}, options={"method": result["method"]}
             ),
         )
+    return written
+
+
+IMPORTANCE_BOUND = (
+    "estimate (importance sampling over the parser's samples: consistent; high for few samples)"
+)
+
+
+@dataclass(frozen=True)
+class ProposalEvaluation:
+    """A joint model's perplexity over trees drawn from a proposal parser (``proposal_perplexity``):
+    the result record's ``result``, its text, and the scored sentences (their best proposal is
+    the reranked parse)."""
+
+    result: dict[str, Any]
+    text: str
+    scores: list
+
+
+def proposal_perplexity(
+    model,
+    parser,
+    sentences: Sequence[Sequence[str]],
+    *,
+    samples: int = 300,
+    seed: int = 0,
+    beam: BeamSettings | None = PAPER_BEAM,
+    batch_size: int = 32,
+    progress: bool = False,
+) -> ProposalEvaluation:
+    """A joint model's word perplexity the TG paper's way, from ``samples`` trees per sentence
+    drawn from ``parser`` (§3.1): the importance-sampling estimate of ``p(x)`` with its spread over
+    draws (``inference.importance``; the result's headline numbers), the sum over the unique
+    samples (``proposal_bound``: the paper's lower bound on ``p(x)``), and, unless ``beam`` is
+    ``None``, the beam's marginal on the same sentences (``beam``: also a lower bound). All three
+    use the model's own distribution, as trained (the beam without its renormalisation over valid
+    actions), so that they estimate the same ``p(x)``."""
+    from syntaxlm.eval.perplexity import perplexity
+    from syntaxlm.inference import Scorer, perplexity_logprobs
+    from syntaxlm.inference.importance import importance_perplexity
+
+    scorer = Scorer(
+        model, method="proposals", parser=parser, samples=samples, seed=seed, batch_size=batch_size,
+        progress=progress,
+    )  # fmt: skip
+    scores = scorer.score(sentences)
+    logprobs, ends, marginalisation = perplexity_logprobs(scorer, sentences, scores=scores)
+    bound = perplexity(logprobs, ends, marginalisation=marginalisation)
+    estimate = importance_perplexity(scores)
+    result = estimate.to_json() | {
+        "marginalisation": marginalisation
+        | {"method": "importance-sampling", "perplexity": IMPORTANCE_BOUND},
+        "proposal_bound": bound.to_json(),
+    }
+    lines = [
+        estimate.render(),
+        f"sum over the unique samples (TG §3.1, a lower bound on p(x)): {bound.render()}",
+    ]
+    if beam is not None:  # over the model's own distribution, as the two above
+        beam = dataclasses.replace(beam, renormalise=False)
+        searcher = Scorer(model, method="beam", beam=beam, batch_size=batch_size, progress=progress)
+        logprobs, ends, marginalisation = perplexity_logprobs(searcher, sentences)
+        searched = perplexity(logprobs, ends, marginalisation=marginalisation)
+        result["beam"] = searched.to_json()
+        lines.append(f"beam marginal (a lower bound on p(x)): {searched.render()}")
+    return ProposalEvaluation(result, "\n".join(lines), scores)
+
+
+def _proposal_results(
+    model, parser: Path, words, test: Path, out: Path, weights, options, settings, progress
+):
+    """``perplexity-importance.json`` and ``parseval-rerank.json`` of ``evaluate_model``."""
+    from syntaxlm.eval.parseval import evaluate_parses, with_gold_tags
+    from syntaxlm.models import load_parser
+    from syntaxlm.trees.ptb import TreeReader
+
+    samples = settings.proposal_samples
+    evaluation = proposal_perplexity(
+        model, load_parser(parser), words, samples=samples, beam=None, batch_size=settings.batch_size,
+        progress=progress,
+    )  # fmt: skip
+    inputs = {"data": test, **weights, "parser": parser / "model.safetensors"}
+    drawn = {"proposal_samples": samples, "proposal_seed": 0}
+    written = {
+        "perplexity-importance": write_result(
+            out / "perplexity-importance.json",
+            result_record(
+                "perplexity", evaluation.result, inputs=inputs,
+                options=options | drawn | {"method": "importance-sampling"},
+            ),
+        )
+    }  # fmt: skip
+    gold = _gold_trees(TreeReader(test), words, test)
+    parses = [with_gold_tags(s.tree, g, sentence=i) for i, (s, g) in enumerate(zip(evaluation.scores, gold))]
+    written["parseval-rerank"] = write_result(
+        out / "parseval-rerank.json",
+        result_record(
+            "parseval", evaluate_parses(gold, parses).to_json(), inputs={"gold": test, **inputs},
+            options=options | drawn | {"parses": f"the best of {samples} parser samples under the model (reranked)"},
+        ),
+    )  # fmt: skip
     return written
 
 
@@ -527,16 +640,26 @@ def reproduce(
     suites: Sequence[Path] = (),
     overrides: Sequence[str] = (),
     settings: EvalSettings = EvalSettings(),
+    parser: str | Path | None = None,
     echo=print,
 ) -> Path:
     """A paper's table from a recipe: train it once per seed (``OUT/seed-S``, resumed when
     interrupted), evaluate each run on the recipe's test set and ``suites``, and write
-    ``OUT/report.md`` (mean ± std over seeds). Returns the report's path."""
+    ``OUT/report.md`` (mean ± std over seeds). Returns the report's path.
+
+    A joint model (``ModelCard.joint``) is also evaluated over a proposal parser's samples
+    (``evaluate_model``'s ``parser``: importance-sampled perplexity, reranked F1), as the TG paper:
+    ``parser`` is a saved parser folder or a parser recipe, trained once into ``OUT/parser`` on the
+    recipe's data (its ``data.*`` overrides applied); by default the recipe ``parser-SCALE`` of the
+    same scale, where there is one; ``"none"``: no parser."""
+    from syntaxlm.models import MODEL_CARDS
     from syntaxlm.report.report import make_report
 
     recipe = find_recipe(recipe_name)
     out = Path(out)
     configs = {seed: recipe_with_data(recipe, data and Path(data), overrides, seed=seed) for seed in seeds}
+    card = MODEL_CARDS.get(next(iter(configs.values())).model.model)
+    proposer = _proposal_parser(recipe, parser, out, data, overrides, echo) if card and card.joint else None
     runs = []
     for k, (seed, config) in enumerate(configs.items(), 1):
         run = out / f"seed-{seed}"
@@ -545,8 +668,9 @@ def reproduce(
         test = config.data.treebank_paths(run).get("test")  # a synthetic recipe's lives in the run
         echo(f"[{k}/{len(configs)}] seed {seed}: evaluating {run / 'best'}")
         written = evaluate_model(
-            run / "best", run / "results", test=test, suites=suites, settings=settings, progress=True
-        )
+            run / "best", run / "results", test=test, suites=suites, settings=settings, parser=proposer,
+            progress=True,
+        )  # fmt: skip
         if "perplexity" in written:
             marginalisation = read_result(written["perplexity"])["result"]["marginalisation"]
             echo(f"[{k}/{len(configs)}] seed {seed}: perplexity {context_summary(marginalisation)}")
@@ -554,3 +678,24 @@ def reproduce(
     path = make_report(runs, out)
     echo(f"report: {path}")
     return path
+
+
+def _proposal_parser(
+    recipe: Path, parser: str | Path | None, out: Path, data, overrides, echo
+) -> Path | None:
+    """The saved proposal parser ``reproduce`` evaluates a joint model with (its docstring)."""
+    if parser is not None and str(parser) == "none":
+        return None
+    if parser is not None and (Path(parser) / "model.safetensors").is_file():
+        return Path(parser)
+    if parser is None:
+        scale = recipe.stem.rsplit("-", 1)[-1]
+        if f"parser-{scale}" not in recipe_names():
+            echo(f"no parser-{scale} recipe: the joint model is evaluated without proposal trees")
+            return None
+        parser = f"parser-{scale}"
+    data_overrides = [change for change in overrides if change.startswith("data.")]
+    config = recipe_with_data(find_recipe(parser), data and Path(data), data_overrides)
+    echo(f"training the proposal parser ({Path(str(parser)).stem}) in {out / 'parser'}")
+    train_or_resume(config, out / "parser", progress=True)
+    return out / "parser" / "best"

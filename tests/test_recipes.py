@@ -20,13 +20,17 @@ STEPS = {
     "lm": 250,
     "sclm-past": 250,
     "sclm-next": 250,
-    "esom": 120,
-    "dsom": 120,
+    "esom": 90,
+    "dsom": 90,
     "lstm": 250,
-    "prpn": 120,
+    "prpn": 80,
     "dm-transformer": 250,
     "dm-lstm": 250,
 }
+# The slowest steps (a loop over the words) take a larger learning rate than the recipe's, so that
+# a short run still ends well below the baseline: over data and training seeds 0, 1, 2 the margin
+# beyond the 0.5 nats asked is at least 0.19 (esom, dsom at 90 steps) and 0.30 (prpn at 80 steps).
+LEARNING_RATES = {"esom": 2e-2, "dsom": 2e-2, "prpn": 1e-2}
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)
@@ -41,12 +45,13 @@ def test_tiny_recipe_trains_below_the_unigram_baseline(name, tmp_path):
             f"train.eval_every={steps // 2}",
             f"train.checkpoint_every={steps}",
             "train.batch_size=16",
+            *([f"train.lr={LEARNING_RATES[name]}"] if name in LEARNING_RATES else []),
         ],
     )
     result = train(config, tmp_path / name, progress=False)
-    assert result.best_valid_loss < result.unigram_valid_loss - 0.5, (
+    assert result.best_valid_loss < result.baseline_valid_loss - 0.5, (
         result.best_valid_loss,
-        result.unigram_valid_loss,
+        result.baseline_valid_loss,
     )
     losses = [float(record["valid_loss"]) for record in read_log(tmp_path / name) if record["valid_loss"]]
     assert len(losses) == 2 and result.best_valid_loss == pytest.approx(min(losses), rel=1e-5), losses

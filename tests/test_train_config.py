@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from syntaxlm.models import MODEL_NAMES, ConfigError
+from syntaxlm.models import MODEL_NAMES, PARSER_NAMES, ConfigError
 from syntaxlm.train import RunConfig, load_config, run_config
 from syntaxlm.train.config import apply_overrides, recorded_config
 
@@ -45,12 +45,12 @@ SCALES = ("tiny", "ptb", "bllip", "ewt")
 
 def test_every_model_has_a_tiny_recipe_and_one_on_real_data():
     names = {path.stem for path in RECIPES}
-    for model in MODEL_NAMES:
+    for model in MODEL_NAMES + PARSER_NAMES:
         assert f"{model}-tiny" in names, model
         assert any(f"{model}-{scale}" in names for scale in SCALES[1:]), model
     for name in names:
         model, scale = name.rsplit("-", 1)
-        assert model in MODEL_NAMES and scale in SCALES, name
+        assert model in MODEL_NAMES + PARSER_NAMES and scale in SCALES, name
 
 
 @pytest.mark.parametrize("path", RECIPES, ids=[p.stem for p in RECIPES])

@@ -320,7 +320,7 @@ def test_a_run_trains_below_the_unigram_baseline_and_fills_its_folder(treebank, 
     config = tiny_config(treebank, max_steps=60, eval_every=20, lr=3e-2)
     result = train(config, run, progress=False)
     assert result.steps == 60 and result.stopped == "max_steps"
-    assert result.best_valid_loss < result.unigram_valid_loss - 0.3
+    assert result.best_valid_loss < result.baseline_valid_loss - 0.3
     assert result.best_valid_perplexity == pytest.approx(math.exp(result.best_valid_loss))
     for name in ("config.json", "log.csv", "training.json", "checkpoint.safetensors"):
         assert (run / name).is_file(), name
@@ -395,7 +395,7 @@ def test_conllu_treebanks_reach_models_that_read_dependency_trees(treebank, tiny
     values = config.to_dict()
     values["model"]["model"] = "tiny-dep"
     result = train(run_config(values, where="test"), tmp_path / "run", progress=False)
-    assert result.best_valid_loss < result.unigram_valid_loss - 0.3
+    assert result.best_valid_loss < result.baseline_valid_loss - 0.3
 
 
 def test_synthetic_data_and_vocabulary_are_made_in_the_run_folder(tiny, tmp_path):

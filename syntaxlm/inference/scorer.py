@@ -15,7 +15,10 @@ Methods (``method=``):
 - ``"beam"``: joint models, word-synchronous beam search (``inference.beam``), an approximate
   marginal over trees (a lower bound on the sentence's probability);
 - ``"gold"``: joint models along given trees (``trees=``): ``log p(x, y)``;
-- ``"proposals"``: joint models over given proposal trees (``proposals=``): ``log Σ_y p(x, y)``;
+- ``"proposals"``: joint models over given proposal trees (``proposals=``): ``log Σ_y p(x, y)``
+  over the unique trees; or over ``samples`` trees drawn from a proposal parser (``parser=``,
+  ``models.span_parser``), when each sentence also gets the importance-sampling estimate of
+  ``log p(x)`` in ``details["importance"]`` (``inference.importance``);
 - ``"auto"``: exact for words-only models, beam for joint ones.
 
 Context (``context=``): a segmented model (TG, TXL) is trained on segments of ``segment_length``
@@ -53,6 +56,7 @@ from syntaxlm.files import atomic_writer
 from syntaxlm.inference.beam import PAPER_BEAM, BeamSettings, beam_search
 from syntaxlm.inference.estimate import InferenceEstimate, timed_first
 from syntaxlm.inference.grammar import ActionSpace, InferenceError
+from syntaxlm.inference.importance import draw_proposals, with_draws
 from syntaxlm.inference.marginal import (
     DOCUMENT_CONTEXTS,
     document_context,
@@ -68,6 +72,7 @@ METHODS = ("auto", "exact", "gold", "beam", "proposals")
 UNITS = ("nats", "bits")
 REDUCTIONS = ("sum", "mean")
 END = "</s>"
+PER_TREE_DETAILS = ("tree_logprobs", "proposal_draws", "proposal_logprobs")  # not in records: one per tree
 
 Method = Literal["auto", "exact", "gold", "beam", "proposals"]
 Unit = Literal["nats", "bits"]
@@ -96,7 +101,9 @@ class Scorer:
     model's own distribution, as trained). ``context``: ``"training"`` or ``"full"`` for exact,
     gold and proposals (module docstring); the beam always reads with full context.
     ``batch_size``: sentences per batch. ``on_estimate``: for a joint model, called once, on the
-    first scoring, with the pace of its first sentences (``inference.estimate``).
+    first scoring, with the pace of its first sentences (``inference.estimate``). ``parser``,
+    ``samples``, ``seed``: for ``proposals`` without given trees, the proposal parser, how many
+    trees to draw per sentence (the TG paper's 300) and the seed of the draws.
     """
 
     def __init__(
@@ -110,7 +117,14 @@ class Scorer:
         batch_size: int = 16,
         progress: bool = False,
         on_estimate: Callable[[InferenceEstimate], None] | None = None,
+        parser=None,
+        samples: int = 300,
+        seed: int = 0,
     ):
+        if not hasattr(model, "action_grammar"):  # the proposal parser, say
+            raise InferenceError(
+                f"a {model.config.model} model is not a language model: it cannot score sentences"
+            )
         if method not in METHODS:
             raise InferenceError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
         if context not in DOCUMENT_CONTEXTS:
@@ -127,7 +141,12 @@ class Scorer:
             raise InferenceError(
                 f"method {method!r} needs a joint model of words and trees; this one reads words only"
             )
+        if parser is not None and method != "proposals":
+            raise InferenceError("a proposal parser is for method 'proposals'")
+        if samples < 1:
+            raise InferenceError(f"samples must be at least 1, got {samples}")
         self.method = method
+        self.parser, self.samples, self.seed = parser, samples, seed
         self.beam = beam
         self.renormalise = renormalise
         self.context = context
@@ -157,8 +176,10 @@ class Scorer:
             )
         if self.method == "gold" and trees is None:
             raise InferenceError("method 'gold' needs trees= (one tree per sentence)")
-        if self.method == "proposals" and proposals is None:
-            raise InferenceError("method 'proposals' needs proposals= (a list of trees per sentence)")
+        if self.method == "proposals" and proposals is None and self.parser is None:
+            raise InferenceError(
+                "method 'proposals' needs proposals= (a list of trees per sentence) or a parser= to draw them"
+            )
         trees = None if trees is None else list(trees)
         proposals = None if proposals is None else list(proposals)
 
@@ -181,9 +202,17 @@ class Scorer:
             return exact_scores(self.model, sentences, **options)
         if self.method == "gold":
             return gold_scores(self.model, sentences, list(trees), renormalise=self.renormalise, **options)
-        return proposal_scores(
-            self.model, sentences, list(proposals), renormalise=self.renormalise, **options
+        if proposals is not None:
+            return proposal_scores(
+                self.model, sentences, list(proposals), renormalise=self.renormalise, **options
+            )
+        draws = draw_proposals(
+            self.parser, sentences, self.samples, seed=self.seed, batch_size=self.batch_size
         )
+        scores = proposal_scores(
+            self.model, sentences, [draw.trees for draw in draws], renormalise=self.renormalise, **options
+        )
+        return [with_draws(score, draw) for score, draw in zip(scores, draws, strict=True)]
 
     def too_long(self, sentences: Sequence[Sequence[str]]) -> list[int]:
         """The indices of the sentences with more pieces than the model can score
@@ -327,7 +356,7 @@ def scores_record(
         record["tree"] = scores.tree.to_bracket()
         record["tree_logprob_nats"] = _float(scores.tree_logprob)
     if scores.details:
-        record["details"] = {k: v for k, v in scores.details.items() if k != "tree_logprobs"}
+        record["details"] = {k: v for k, v in scores.details.items() if k not in PER_TREE_DETAILS}
     return record
 
 
@@ -359,17 +388,28 @@ def parse(
     *,
     method: Literal["auto", "beam", "rerank", "induced"] = "auto",
     proposals: Sequence[Sequence[Tree]] | None = None,
+    parser=None,
+    samples: int = 300,
+    seed: int = 0,
     beam: BeamSettings = PAPER_BEAM,
     batch_size: int = 16,
     progress: bool = False,
     on_estimate: Callable[[InferenceEstimate], None] | None = None,
 ) -> list[Tree]:
     """A tree per sentence: the beam search's best complete tree (``"beam"``), the proposal with
-    the highest ``p(x, y)`` (``"rerank"``, TG §3.2; needs ``proposals``), or the unlabelled binary
+    the highest ``p(x, y)`` (``"rerank"``, TG §3.2; needs ``proposals``, or a proposal ``parser``
+    to draw ``samples`` trees per sentence from with ``seed``), or the unlabelled binary
     tree a structure-inducing model builds (``"induced"``: PRPN, SOM). ``"auto"``: ``"induced"``
     for models that induce trees, ``"beam"`` for the others. ``on_estimate``: for the beam and
-    rerank, called with the pace of the first sentences (``inference.estimate``)."""
+    rerank, called with the pace of the first sentences (``inference.estimate``). A proposal
+    parser (``models.span_parser``) parses with its best tree (``"auto"``)."""
+    from syntaxlm.models.span_parser import SpanParser
+
     sentences = _sentences(sentences)
+    if isinstance(model, SpanParser):
+        if method != "auto":
+            raise InferenceError(f"a {model.config.model} model parses with method 'auto' (its best tree)")
+        return [best[0].tree for best in model.parse(sentences, batch_size=batch_size)]
     if method == "auto":
         method = "induced" if model.induces_trees else "beam"
     if method == "induced":
@@ -380,12 +420,19 @@ def parse(
         raise InferenceError("this model reads words only; it has no trees to parse with")
     options = {"batch_size": batch_size, "progress": progress}
     if method == "rerank":
-        if proposals is None:
-            raise InferenceError("method 'rerank' needs proposals= (a list of trees per sentence)")
-        proposals = list(proposals)
+        if proposals is None and parser is None:
+            raise InferenceError(
+                "method 'rerank' needs proposals= (a list of trees per sentence) or a parser="
+            )
+        proposals = None if proposals is None else list(proposals)
 
         def rerank_part(part: slice) -> list[Tree]:
-            return rerank(model, sentences[part], proposals[part], **options)
+            given = (
+                proposals[part]
+                if proposals is not None
+                else [draw.trees for draw in draw_proposals(parser, sentences[part], samples, seed=seed)]
+            )
+            return rerank(model, sentences[part], given, **options)
 
         return _timed(sentences, rerank_part, batch_size, on_estimate)
     if method != "beam":
@@ -457,6 +504,8 @@ def perplexity_logprobs(
         }
     elif scorer.method in ("gold", "proposals"):
         metadata["renormalised"] = scorer.renormalise
+    if scorer.method == "proposals" and scorer.parser is not None:
+        metadata |= {"proposal_samples": scorer.samples, "proposal_seed": scorer.seed}
     return logprobs, ends, metadata
 
 

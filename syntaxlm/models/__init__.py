@@ -37,6 +37,7 @@ from syntaxlm.models.base import (
     ModelConfig,
     ModelFileError,
     SyntacticLM,
+    TrainedModel,
     config_from_dict,
     document_sha256,
     read_model_config,
@@ -121,18 +122,21 @@ MODEL_CARDS = {
                   "dependency (from head rules)", "lstm"),
     )
 }  # fmt: skip
-# model name -> "module:Class" (tests register their own small models here)
-MODEL_CLASSES = {name: card.cls for name, card in MODEL_CARDS.items()}
-MODEL_NAMES = tuple(MODEL_CARDS)
+# The proposal parser of the joint models (TG §3.1): trained like a model, not a language model.
+PARSER_CLASSES = {"parser": "syntaxlm.models.span_parser:SpanParser"}
+PARSER_NAMES = tuple(PARSER_CLASSES)
+# model name -> "module:Class", every model ``syntaxlm train`` trains (tests register their own here)
+MODEL_CLASSES = {name: card.cls for name, card in MODEL_CARDS.items()} | PARSER_CLASSES
+MODEL_NAMES = tuple(MODEL_CARDS)  # the language models
 MAX_PARAMETERS_ENV = "SYNTAXLM_MAX_PARAMETERS"
 DEFAULT_MAX_PARAMETERS = 2_000_000_000  # 8 GB of float32 weights; the papers' largest models are far below
 REPEATED_FIELDS = ("n_layers", "residual_blocks")  # config fields that repeat one module
 MAX_REPEATS = 10_000  # the papers' deepest models have a few dozen layers
 
 
-def model_class(name: str) -> type[SyntacticLM]:
+def model_class(name: str) -> type[TrainedModel]:
     if name not in MODEL_CLASSES:
-        raise ConfigError(f"unknown model {name!r}; expected one of {', '.join(MODEL_NAMES)}")
+        raise ConfigError(f"unknown model {name!r}; expected one of {', '.join(MODEL_NAMES + PARSER_NAMES)}")
     module, cls = MODEL_CLASSES[name].split(":")
     return getattr(importlib.import_module(module), cls)
 
@@ -152,13 +156,15 @@ def model_names_with(figure: str) -> list[str]:
 def model_config(values: dict[str, Any], *, where: str = "model") -> ModelConfig:
     """The config dataclass of ``values["model"]`` filled from ``values`` (``ConfigError`` if bad)."""
     if not isinstance(values, dict) or not isinstance(values.get("model"), str):
-        raise ConfigError(f"{where}: expected a mapping with a 'model' name, one of {', '.join(MODEL_NAMES)}")
+        raise ConfigError(
+            f"{where}: expected a mapping with a 'model' name, one of {', '.join(MODEL_NAMES + PARSER_NAMES)}"
+        )
     config = config_from_dict(model_class(values["model"]).config_class, values, where=where)
     config.check()
     return config
 
 
-def build_model(config: ModelConfig | dict[str, Any], vocabularies: dict[str, Any]) -> SyntacticLM:
+def build_model(config: ModelConfig | dict[str, Any], vocabularies: dict[str, Any]) -> TrainedModel:
     if isinstance(config, dict):
         config = model_config(config)
     return construct_model(model_class(config.model), config, vocabularies)
@@ -180,7 +186,9 @@ def max_parameters() -> int:
         raise ConfigError(f"{MAX_PARAMETERS_ENV}={text!r}: expected a whole number of parameters") from None
 
 
-def construct_model(cls: type[SyntacticLM], config: ModelConfig, vocabularies: dict[str, Any]) -> SyntacticLM:
+def construct_model(
+    cls: type[TrainedModel], config: ModelConfig, vocabularies: dict[str, Any]
+) -> TrainedModel:
     """``cls(config, vocabularies)``, refused with ``ModelTooLargeError`` (naming the config's largest
     sizes) before the tensor that would take what building it allocates beyond ``max_parameters()``
     values, and for more than ``MAX_REPEATS`` layers (which would take long to build before that)."""
@@ -261,7 +269,7 @@ def _values_asked(func: Callable, args: tuple, kwargs: dict[str, Any]) -> int:
     return math.prod(size)
 
 
-def load_model(folder: str | Path, *, map_location: str = "cpu") -> SyntacticLM:
+def load_model(folder: str | Path, *, map_location: str = "cpu") -> TrainedModel:
     """A model saved with ``save_pretrained``; ``ModelFileError`` names what is missing or differs.
 
     The weights' header names the config they were saved with (``config_sha256``); when the
@@ -298,6 +306,29 @@ def load_model(folder: str | Path, *, map_location: str = "cpu") -> SyntacticLM:
     return model.to(map_location).eval()
 
 
+def load_language_model(folder: str | Path, *, map_location: str = "cpu") -> SyntacticLM:
+    """``load_model`` for the commands that score, search or sample: ``ModelFileError`` when the
+    folder holds the proposal parser (``parser``), which is not a language model."""
+    refusal = "is not a language model; give it as --parser where proposal trees are asked for"
+    return _loaded_as(folder, SyntacticLM, refusal, map_location)
+
+
+def load_parser(folder: str | Path, *, map_location: str = "cpu"):
+    """The proposal parser saved in ``folder`` (``models.span_parser.SpanParser``); ``ModelFileError``
+    for a language model."""
+    from syntaxlm.models.span_parser import SpanParser
+
+    refusal = "is not a parser; train one with a parser recipe (configs/parser-tiny.yaml)"
+    return _loaded_as(folder, SpanParser, refusal, map_location)
+
+
+def _loaded_as(folder: str | Path, cls: type, refusal: str, map_location: str):
+    model = load_model(folder, map_location=map_location)
+    if not isinstance(model, cls):
+        raise ModelFileError(f"a {model.config.model} model {refusal}", path=Path(folder))
+    return model
+
+
 __all__ = [
     "ATTENTION",
     "DISTANCES",
@@ -306,6 +337,7 @@ __all__ = [
     "MODEL_CARDS",
     "MODEL_CLASSES",
     "MODEL_NAMES",
+    "PARSER_NAMES",
     "STRUCTURE_MASK",
     "ConfigError",
     "ModelCard",
@@ -313,9 +345,12 @@ __all__ = [
     "ModelFileError",
     "ModelTooLargeError",
     "SyntacticLM",
+    "TrainedModel",
     "build_model",
     "construct_model",
+    "load_language_model",
     "load_model",
+    "load_parser",
     "model_card",
     "model_class",
     "model_config",

@@ -1,7 +1,9 @@
-"""The one interface every model implements (``SyntacticLM``), its config and its files.
+"""The one interface every language model implements (``SyntacticLM``), its config and its files.
 
-A model is an ``nn.Module`` with a small dataclass config and the vocabularies it reads. The
-trainer, the evaluations and the CLI talk to models only through this class:
+A model is an ``nn.Module`` with a small dataclass config and the vocabularies it reads. What the
+trainer needs (``prepare``, ``loss``, ``validation_part`` and ``baseline_loss``, the files) is
+``TrainedModel``, which the proposal parser (``models.span_parser``) also is; the evaluations and
+the CLI talk to language models through ``SyntacticLM``, which adds the rest:
 
 - ``prepare(trees)`` turns a treebank into the model's training corpus (numpy rows, made once),
   reporting every tree it drops or cuts with ``report_problem`` (``prepare_with_problems`` collects
@@ -189,8 +191,10 @@ class AttentionMap:
     mask: np.ndarray
 
 
-class SyntacticLM(nn.Module, ABC):
-    """Base class of every model; subclasses set ``config_class`` and ``name``."""
+class TrainedModel(nn.Module, ABC):
+    """What every model ``syntaxlm train`` trains has: a config, vocabularies, a training corpus and
+    loss, and its files. Subclasses set ``config_class`` and ``name``; the language models are
+    ``SyntacticLM``s, the proposal parser (``models.span_parser``) is not one."""
 
     config_class: ClassVar[type[ModelConfig]] = ModelConfig
     # What ``prepare`` takes: "constituency" (``Tree``s, PTB files and the synthetic treebank) and/or
@@ -258,6 +262,90 @@ class SyntacticLM(nn.Module, ABC):
     @abstractmethod
     def loss(self, batch: Batch, state: Any = None) -> LossOutput:
         """Per-part NLL sums of a batch from ``prepare``; ``state`` is the previous ``LossOutput.state``."""
+
+    # The part of ``LossOutput.sums`` whose per-target mean is the validation loss, and the name of
+    # what one target is, in the trainer's log.
+    validation_part: ClassVar[str] = "lm"
+    target_unit: ClassVar[str] = "token"
+
+    def baseline_loss(self, train: RowCorpus, valid: RowCorpus) -> tuple[str, float]:
+        """A validation loss every trained model must beat clearly, and what it is: for language
+        models, the add-one-smoothed unigram distribution of the training targets."""
+        from syntaxlm.train.trainer import unigram_loss
+
+        return "unigram", unigram_loss(train, valid, vocab_size=len(self.vocab))
+
+    # --- files --------------------------------------------------------------------------------
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def save_pretrained(self, folder: str | Path) -> Path:
+        """Write ``config.json``, ``model.safetensors`` and each vocabulary into ``folder``."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, vocabulary in self.vocabularies.items():
+            vocabulary.save(folder / name)
+        # Cloned: safetensors refuses tensors that share memory (tied weights).
+        tensors = {name: t.detach().cpu().clone().contiguous() for name, t in self.state_dict().items()}
+        document = {"config": self.config.to_dict(), "vocabularies": sorted(self.vocabularies)}
+        metadata = {
+            "model": self.config.model,
+            TENSORS_SHA256: tensors_sha256(tensors),
+            CONFIG_SHA256: document_sha256(document),
+        }
+        tmp = folder / f".{WEIGHTS_FILE}.tmp"
+        try:
+            with safetensors_write_errors(tmp):
+                save_file(tensors, str(tmp), metadata=metadata)
+            tmp.replace(folder / WEIGHTS_FILE)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        with atomic_writer(folder / CONFIG_FILE) as handle:
+            json.dump(document, handle, indent=2)
+            handle.write("\n")
+        return folder
+
+    @classmethod
+    def from_pretrained(cls, folder: str | Path, *, map_location: str = "cpu") -> TrainedModel:
+        """The model saved in ``folder`` (whatever its class; see ``syntaxlm.models.load_model``)."""
+        from syntaxlm.models import load_model
+
+        return load_model(folder, map_location=map_location)
+
+    def load_weights(self, tensors: dict[str, Tensor], *, source: str) -> None:
+        """Copy ``tensors`` into the model after checking names and shapes (``ModelFileError``)."""
+        own = self.state_dict()
+        missing = sorted(set(own) - set(tensors))
+        unexpected = sorted(set(tensors) - set(own))
+        wrong = [
+            f"{name}: file {tuple(tensors[name].shape)}, model {tuple(own[name].shape)}"
+            for name in sorted(set(own) & set(tensors))
+            if tensors[name].shape != own[name].shape
+        ]
+        problems = []
+        if missing:
+            problems.append(
+                f"missing tensors {', '.join(missing[:5])}" + (" ..." if len(missing) > 5 else "")
+            )
+        if unexpected:
+            problems.append(
+                f"unexpected tensors {', '.join(unexpected[:5])}" + (" ..." if len(unexpected) > 5 else "")
+            )
+        if wrong:
+            problems.append("shape mismatch " + "; ".join(wrong[:5]))
+        if problems:
+            raise ModelFileError(
+                "weights do not fit the model its config describes: " + "; ".join(problems), path=source
+            )
+        self.load_state_dict(tensors)
+
+
+class SyntacticLM(TrainedModel):
+    """Base class of every language model: a words-only model, a joint model of words and trees,
+    or one that induces trees; what scoring, search, sampling and the figures use."""
 
     @abstractmethod
     def action_grammar(self) -> ActionGrammar:
@@ -359,73 +447,6 @@ class SyntacticLM(nn.Module, ABC):
         mode: ``words``, and for joint models their ``tree``. Only the models whose card lists the
         ``attention`` figure have one; ``ValueError`` for an input they cannot read in one pass."""
         raise TypeError(f"{self.config.model} has no attention")
-
-    # --- files --------------------------------------------------------------------------------
-
-    @property
-    def device(self) -> torch.device:
-        return next(self.parameters()).device
-
-    def save_pretrained(self, folder: str | Path) -> Path:
-        """Write ``config.json``, ``model.safetensors`` and each vocabulary into ``folder``."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, vocabulary in self.vocabularies.items():
-            vocabulary.save(folder / name)
-        # Cloned: safetensors refuses tensors that share memory (tied weights).
-        tensors = {name: t.detach().cpu().clone().contiguous() for name, t in self.state_dict().items()}
-        document = {"config": self.config.to_dict(), "vocabularies": sorted(self.vocabularies)}
-        metadata = {
-            "model": self.config.model,
-            TENSORS_SHA256: tensors_sha256(tensors),
-            CONFIG_SHA256: document_sha256(document),
-        }
-        tmp = folder / f".{WEIGHTS_FILE}.tmp"
-        try:
-            with safetensors_write_errors(tmp):
-                save_file(tensors, str(tmp), metadata=metadata)
-            tmp.replace(folder / WEIGHTS_FILE)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        with atomic_writer(folder / CONFIG_FILE) as handle:
-            json.dump(document, handle, indent=2)
-            handle.write("\n")
-        return folder
-
-    @classmethod
-    def from_pretrained(cls, folder: str | Path, *, map_location: str = "cpu") -> SyntacticLM:
-        """The model saved in ``folder`` (whatever its class; see ``syntaxlm.models.load_model``)."""
-        from syntaxlm.models import load_model
-
-        return load_model(folder, map_location=map_location)
-
-    def load_weights(self, tensors: dict[str, Tensor], *, source: str) -> None:
-        """Copy ``tensors`` into the model after checking names and shapes (``ModelFileError``)."""
-        own = self.state_dict()
-        missing = sorted(set(own) - set(tensors))
-        unexpected = sorted(set(tensors) - set(own))
-        wrong = [
-            f"{name}: file {tuple(tensors[name].shape)}, model {tuple(own[name].shape)}"
-            for name in sorted(set(own) & set(tensors))
-            if tensors[name].shape != own[name].shape
-        ]
-        problems = []
-        if missing:
-            problems.append(
-                f"missing tensors {', '.join(missing[:5])}" + (" ..." if len(missing) > 5 else "")
-            )
-        if unexpected:
-            problems.append(
-                f"unexpected tensors {', '.join(unexpected[:5])}" + (" ..." if len(unexpected) > 5 else "")
-            )
-        if wrong:
-            problems.append("shape mismatch " + "; ".join(wrong[:5]))
-        if problems:
-            raise ModelFileError(
-                "weights do not fit the model its config describes: " + "; ".join(problems), path=source
-            )
-        self.load_state_dict(tensors)
 
 
 def missing_symbols(trees: Sequence[Any], vocab, style: str) -> dict[int, list[str]]:

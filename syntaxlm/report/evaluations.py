@@ -27,6 +27,7 @@ PERPLEXITY_BOUNDS = {
     "proposals": "upper bound (proposal trees: a sum over some trees ≤ p(x))",
     "document-proposals": "upper bound (proposal trees, earlier sentences' best trees)",
     "beam": "upper bound (beam: a sum over the beam's trees ≤ p(x))",
+    "importance-sampling": "estimate (importance sampling over a parser's samples: consistent)",
 }
 ACCURACY_BOUNDS = {"exact": "exact", "beam": "approximate (beam estimates of log p)"}
 

@@ -1,7 +1,7 @@
 """One training loop for every model: AdamW, warm-up and decay, clipping, bf16, accumulation,
 validation with early stopping, checkpoints and exact resume, data parallelism (``torchrun``).
 
-The loop talks to a model only through ``SyntacticLM``: ``prepare`` makes the corpora, ``loss``
+The loop talks to a model only through ``TrainedModel``: ``prepare`` makes the corpora, ``loss``
 gives NLL sums per part. A step's objective is that of one global batch (all micro-batches of the
 step over all processes)::
 
@@ -54,7 +54,7 @@ from syntaxlm.data.batching import Batch, RowCorpus
 from syntaxlm.data.treebank import read_treebank_positions, treebank_kind
 from syntaxlm.errors import InputFormatError, MissingPosTagError, SyntaxlmError
 from syntaxlm.files import NO_SPACE, atomic_writer, no_space_reported, read_json, remove_temporary_files
-from syntaxlm.models import ConfigError, SyntacticLM, construct_model, model_class
+from syntaxlm.models import ConfigError, TrainedModel, construct_model, model_class
 from syntaxlm.models.base import DataProblems, LossOutput
 from syntaxlm.results import result_record, write_result
 from syntaxlm.train.checkpoint import (
@@ -127,7 +127,9 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 @dataclass
 class TrainResult:
-    """How a run ended. Losses are nats per target token of the ``lm`` part on the validation set."""
+    """How a run ended. Losses are nats per target of the model's ``validation_part`` on the
+    validation set (tokens of the ``lm`` part for a language model; words for the parser), beside
+    the model's ``baseline`` (``TrainedModel.baseline_loss``: the unigram model for an LM)."""
 
     run: Path
     steps: int
@@ -135,8 +137,9 @@ class TrainResult:
     best_valid_loss: float | None
     best_step: int | None
     last_valid_loss: float | None
-    unigram_valid_loss: float
-    model: SyntacticLM
+    baseline_valid_loss: float
+    model: TrainedModel
+    baseline: str = "unigram"
     skipped_batches: int = 0  # batches of steps skipped for a non-finite loss (train.on_nonfinite: skip)
     train_seconds: float = 0.0  # wall-clock seconds of the training loop, over resumes
     data_problems: dict[str, Any] = field(default_factory=dict)  # {"train"/"valid": DataProblems.to_dict()}
@@ -211,7 +214,7 @@ def accumulate_gradients(
 ) -> StepSums:
     """Forward and backward every micro-batch of a step, gradients adding up in ``.grad``.
 
-    ``module`` is a ``SyntacticLM`` or the data-parallel wrapper of one (whose gradient averaging is
+    ``module`` is a ``TrainedModel`` or the data-parallel wrapper of one (whose gradient averaging is
     then synchronised on the last micro-batch only). ``state`` is passed from batch to batch.
     """
     counts: dict[str, int] = {}
@@ -244,7 +247,7 @@ def weighted_loss(sums: dict[str, float], counts: dict[str, int], weights: dict[
 
 @torch.no_grad()
 def evaluate(
-    model: SyntacticLM,
+    model: TrainedModel,
     corpus: RowCorpus,
     *,
     batch_size: int,
@@ -253,7 +256,8 @@ def evaluate(
     rank: int = 0,
     world_size: int = 1,
 ) -> dict[str, float]:
-    """Validation loss: Σ ``lm`` sums / Σ ``lm`` counts over ``corpus`` (nats per token), in eval mode.
+    """Validation loss: Σ sums / Σ counts of the model's ``validation_part`` over ``corpus`` (nats
+    per target: the ``lm`` part's tokens for a language model), in eval mode.
 
     Returns ``{"loss", "perplexity", "tokens"}``. With several processes each scores its rows and
     the sums are added up, so every process gets the numbers of the whole corpus.
@@ -266,13 +270,13 @@ def evaluate(
     state = None
     try:
         for batch in corpus.batches(batch_size, shuffle=False, rank=rank, world_size=world_size):
-            tokens += batch.counts["lm"]
+            tokens += batch.counts[model.validation_part]
             if batch.size == 0:  # fewer rows than processes in the last batch: none for this one
                 continue
             with _autocast(device, precision):
                 output = model.loss(batch.to(device), state)
             state = output.state
-            total += output.sums["lm"].double()
+            total += output.sums[model.validation_part].double()
     finally:
         model.train(was_training)
     if world_size > 1:
@@ -333,7 +337,7 @@ def _autocast(device: torch.device, precision: str):
 class _LossModule(nn.Module):
     """What DistributedDataParallel wraps: ``forward`` is the model's ``loss``."""
 
-    def __init__(self, model: SyntacticLM):
+    def __init__(self, model: TrainedModel):
         super().__init__()
         self.model = model
 
@@ -343,7 +347,7 @@ class _LossModule(nn.Module):
 
 
 def _loss(module: nn.Module, batch: Batch, state: Any) -> LossOutput:
-    if isinstance(module, SyntacticLM):
+    if isinstance(module, TrainedModel):
         return module.loss(batch, state)
     sums, counts, state = module(batch, state)
     return LossOutput(sums, counts, state)
@@ -460,7 +464,7 @@ def _prepare_files(config: RunConfig, out: Path, processes: Processes, *, fresh:
 
 
 def prepared_corpus(
-    model: SyntacticLM, path: Path, treebank: tuple[list, list[int], list[int]], *, on_problem: str
+    model: TrainedModel, path: Path, treebank: tuple[list, list[int], list[int]], *, on_problem: str
 ) -> tuple[RowCorpus, DataProblems]:
     """The model's corpus of the treebank ``path`` (as ``read_treebank_positions`` gives it) and the
     problems found in it, by sentence index in the file: trees left empty by cleaning, nonterminals
@@ -605,9 +609,9 @@ def _train(
             }
             with no_space_reported(out, "the run's config"):
                 _write_json(out / CONFIG_FILE, {**run_record, "train_config": config.to_dict()})
-        unigram = unigram_loss(data.train, data.valid, vocab_size=len(model.vocab))
+        baseline = model.baseline_loss(data.train, data.valid)
         run = _restore(config, out, model, data, processes, device, fresh=fresh)
-        run.open_log(unigram, progress=progress)
+        run.open_log(baseline, progress=progress)
         try:
             stopped = run.loop()
             run.finish()
@@ -621,7 +625,7 @@ def _train(
             ) from error
         finally:
             run.log.close()
-        return _record_result(run, stopped, unigram)
+        return _record_result(run, stopped, baseline)
     except KeyboardInterrupt:
         if processes.main:
             _tidy_run_folder(out)
@@ -665,7 +669,7 @@ class _RunData:
 
 def _build_model_and_data(
     config: RunConfig, out: Path, processes: Processes, *, fresh: bool
-) -> tuple[SyntacticLM, _RunData]:
+) -> tuple[TrainedModel, _RunData]:
     """Write the data files, read the treebanks, build the model, and prepare its two corpora."""
     try:
         with no_space_reported(out, "the run's data and vocabulary"):
@@ -690,7 +694,7 @@ def _build_model_and_data(
     return model, data
 
 
-def _build_model(config: RunConfig, train_trees: list, vocab: Any) -> SyntacticLM:
+def _build_model(config: RunConfig, train_trees: list, vocab: Any) -> TrainedModel:
     """The recipe's model: vocabularies made for the training trees, weights drawn from ``train.seed``."""
     cls = model_class(config.model.model)
     _seed_everything(config.train.seed)
@@ -701,7 +705,7 @@ def _build_model(config: RunConfig, train_trees: list, vocab: Any) -> SyntacticL
 def _restore(
     config: RunConfig,
     out: Path,
-    model: SyntacticLM,
+    model: TrainedModel,
     data: _RunData,
     processes: Processes,
     device: torch.device,
@@ -748,7 +752,7 @@ class _Run:
     out: Path
     processes: Processes
     device: torch.device
-    model: SyntacticLM
+    model: TrainedModel
     module: nn.Module  # the model, or its data-parallel wrapper
     optimizer: torch.optim.Optimizer
     data: _RunData
@@ -773,7 +777,7 @@ class _Run:
         self.total_steps = planned_steps(self.config.train, self.n_batches)
         self.n_parameters = sum(p.numel() for p in self.model.parameters())
 
-    def open_log(self, unigram: float, *, progress: bool) -> None:
+    def open_log(self, baseline: tuple[str, float], *, progress: bool) -> None:
         """Start the log: the model's size, the baseline, the data's problems, the step resumed at."""
         state, processes, data = self.state, self.processes, self.data
         self.log = log = RunLog(
@@ -785,11 +789,13 @@ class _Run:
         )
         log.note(
             f"{self.config.model.model}: {self.n_parameters:,} parameters; {len(data.train)} training rows, "
-            f"{data.train.n_targets.get('lm', 0)} target tokens; {processes.world_size} process(es) on "
+            f"{data.train.n_targets.get(self.model.validation_part, 0)} target {self.model.target_unit}s; "
+            f"{processes.world_size} process(es) on "
             f"{self.device}"
         )
         log.note(
-            f"unigram baseline validation loss {unigram:.4f} nats/token (perplexity {math.exp(unigram):.2f})"
+            f"{baseline[0]} baseline validation loss {baseline[1]:.4f} nats/{self.model.target_unit} "
+            f"(perplexity {math.exp(baseline[1]):.2f})"
         )
         for role, problems in data.problems.items():
             for line in problems.lines():
@@ -802,7 +808,7 @@ class _Run:
         (``max_minutes``); returns which ended the run."""
         tc, state = self.config.train, self.state
         stream = _micro_batches(self.data.train, tc, state.epoch, state.batch, self.processes)
-        interval = _Interval(state.log_interval)
+        interval = _Interval(state.log_interval, self.model.validation_part)
         while True:
             if state.step >= tc.max_steps:
                 return "max_steps"
@@ -998,9 +1004,10 @@ def unfinished_runs(folder: str | Path) -> list[tuple[Path, int | str | None]]:
     return runs
 
 
-def _record_result(run: _Run, stopped: str, unigram: float) -> TrainResult:
+def _record_result(run: _Run, stopped: str, baseline: tuple[str, float]) -> TrainResult:
     """How the run ended, also written to ``training.json`` by the first process."""
     state, data, config = run.state, run.data, run.config
+    part = run.model.validation_part
     result = TrainResult(
         run=run.out,
         steps=state.step,
@@ -1008,8 +1015,9 @@ def _record_result(run: _Run, stopped: str, unigram: float) -> TrainResult:
         best_valid_loss=state.best_valid_loss,
         best_step=state.best_step,
         last_valid_loss=state.last_valid_loss,
-        unigram_valid_loss=unigram,
+        baseline_valid_loss=baseline[1],
         model=run.model,
+        baseline=baseline[0],
         skipped_batches=state.skipped_batches,
         train_seconds=round(run.seconds_trained(), 1),
         data_problems={role: problems.to_dict() for role, problems in data.problems.items()},
@@ -1025,11 +1033,12 @@ def _record_result(run: _Run, stopped: str, unigram: float) -> TrainResult:
                 "best_valid_perplexity": result.best_valid_perplexity,
                 "best_step": state.best_step,
                 "last_valid_loss": state.last_valid_loss,
-                "unigram_valid_loss": unigram,
-                "valid_tokens": data.valid.n_targets.get("lm", 0),
-                "train_tokens": data.train.n_targets.get("lm", 0),
+                "baseline": baseline[0],
+                "baseline_valid_loss": baseline[1],
+                "valid_targets": data.valid.n_targets.get(part, 0),
+                "train_targets": data.train.n_targets.get(part, 0),
                 "parameters": run.n_parameters,
-                "loss_unit": "nats per target token (lm part)",
+                "loss_unit": f"nats per target {run.model.target_unit} ({part} part)",
                 "skipped_batches": state.skipped_batches,
                 "train_seconds": result.train_seconds,
                 "data_problems": result.data_problems,
@@ -1056,7 +1065,7 @@ def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
     return torch.optim.AdamW(groups, lr=config.lr, betas=config.betas, fused=True)
 
 
-def save_model_folder(model: SyntacticLM, folder: Path) -> Path:
+def save_model_folder(model: TrainedModel, folder: Path) -> Path:
     """``save_pretrained`` into a temporary folder that then takes the place of ``folder`` at once.
 
     On Linux the two folders are swapped in one system call (``renameat2`` with
@@ -1166,8 +1175,9 @@ class _Interval:
     """Training numbers since the last ``log.csv`` row. The sums live in ``numbers`` (a dict of the
     checkpointed state), so that a resumed run writes the rows an uninterrupted one would."""
 
-    def __init__(self, numbers: dict[str, Any]):
+    def __init__(self, numbers: dict[str, Any], part: str = "lm"):
         self.numbers = numbers
+        self.part = part  # the loss part whose targets the rate counts (the model's validation part)
         self._clear()
         self.last_rate: float | None = None
         self._rate_tokens, self._rate_start = 0, time.perf_counter()
@@ -1185,8 +1195,8 @@ class _Interval:
             numbers["counts"][part] = numbers["counts"].get(part, 0) + value
         numbers["grad_norm_sum"] += grad_norm
         numbers["steps"] += 1
-        self.tokens += counts.get("lm", 0)
-        self._rate_tokens += counts.get("lm", 0)
+        self.tokens += counts.get(self.part, 0)
+        self._rate_tokens += counts.get(self.part, 0)
         now = time.perf_counter()
         if now - self._rate_start >= 1.0 or self.last_rate is None:
             self.last_rate = self._rate_tokens / max(now - self._rate_start, 1e-9)

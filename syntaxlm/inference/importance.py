@@ -1,0 +1,231 @@
+"""Importance-sampled ``p(x)`` of a joint model, with proposal trees drawn from the span parser.
+
+A joint model gives ``p(x, y)``; ``p(x) = Σ_y p(x, y)`` has too many trees to sum. With ``N``
+independent samples ``y_i ~ q(y | x)`` of a proposal distribution (``models.span_parser``: exact
+samples, exact ``log q``),
+
+    p̂(x) = 1/N Σ_i p(x, y_i) / q(y_i | x)
+
+is an unbiased estimate of ``Σ_{y : q(y|x) > 0} p(x, y)`` (Dyer et al. 2016, §5; duplicates are
+kept: a tree drawn twice counts twice), and ``log p̂(x)`` is a consistent estimate of ``log p(x)``
+whose expectation is slightly low for small ``N`` (Jensen), so the perplexity from it is slightly
+high. ``sentence_estimate`` computes it from the unique trees, their draw counts, ``log p(x, y)``
+and ``log q(y | x)``.
+
+The TG paper's number is a different one (§3.1): the *sum* ``Σ_{y ∈ Y'} p(x, y)`` over the set
+``Y'`` of unique samples, a lower bound on ``p(x)`` (``marginal.proposal_scores``, the ``proposals``
+method); both come from the same samples and are reported side by side, with the beam's marginal.
+
+``importance_perplexity`` gives the corpus perplexity of the estimates and its spread over
+sample draws, from independent groups of each sentence's draws (its docstring). The effective sample size of each sentence,
+``(Σ w)² / Σ w²`` with ``w_i = p(x, y_i) / q(y_i | x)``, says how far ``q`` is from the model's
+posterior (``N`` when they agree).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from syntaxlm.inference.grammar import InferenceError
+from syntaxlm.inference.sentences import SentenceScores
+from syntaxlm.trees.tree import Tree
+
+ESTIMATOR = (
+    "importance sampling: log of 1/N sum_i p(x, y_i) / q(y_i | x) over N samples of the parser, "
+    "duplicates kept (an unbiased estimate of p(x) over the parser's trees; its log is consistent)"
+)
+
+
+@dataclass(frozen=True)
+class ProposalDraw:
+    """A sentence's ``N`` samples of the parser: the unique trees in order of first draw, the
+    ``log q(y | x)`` of each, and which unique tree each draw was (``drawn``, in draw order)."""
+
+    trees: list[Tree]
+    proposal_logprobs: np.ndarray
+    drawn: np.ndarray
+
+    @property
+    def samples(self) -> int:
+        return len(self.drawn)
+
+    @property
+    def counts(self) -> np.ndarray:
+        """How often each unique tree was drawn."""
+        return np.bincount(self.drawn, minlength=len(self.trees))
+
+
+def draw_proposals(
+    parser, sentences: Sequence[Sequence[str]], samples: int, *, seed: int = 0, batch_size: int = 32
+) -> list[ProposalDraw]:
+    """``samples`` draws of ``parser`` for every sentence, grouped into unique trees (the same
+    sentence gets the same samples wherever it stands: ``SpanParser.sample``)."""
+    draws = []
+    for parsed in parser.sample(sentences, samples, seed=seed, batch_size=batch_size):
+        unique: dict[str, int] = {}
+        trees, logprobs, drawn = [], [], []
+        for draw in parsed:
+            key = draw.tree.to_bracket()
+            if key not in unique:
+                unique[key] = len(trees)
+                trees.append(draw.tree)
+                logprobs.append(draw.logprob)
+            drawn.append(unique[key])
+        draws.append(ProposalDraw(trees, np.array(logprobs), np.array(drawn, dtype=np.int64)))
+    return draws
+
+
+def log_weights(draw: ProposalDraw, joint_logprobs: Sequence[float]) -> np.ndarray:
+    """``log p(x, y) − log q(y | x)`` of each unique tree of ``draw``."""
+    joint = np.asarray(joint_logprobs, dtype=np.float64)
+    if joint.shape != draw.proposal_logprobs.shape:
+        raise InferenceError(f"{joint.size} joint log-probabilities for {len(draw.trees)} unique proposals")
+    return joint - draw.proposal_logprobs
+
+
+def sentence_estimate(weights: np.ndarray, counts: np.ndarray) -> float:
+    """``log (1/N Σ_i w_i)`` for unique log weights ``weights`` drawn ``counts`` times (0 allowed)."""
+    with np.errstate(divide="ignore"):
+        return float(_logsumexp(np.log(counts) + weights) - math.log(counts.sum()))
+
+
+def effective_samples(weights: np.ndarray, counts: np.ndarray) -> float:
+    """``(Σ_i w_i)² / Σ_i w_i²`` over the draws (Kish's effective sample size)."""
+    shifted = weights - weights[counts > 0].max()
+    with np.errstate(divide="ignore"):
+        log_counts = np.log(counts)
+    return float(np.exp(2 * _logsumexp(log_counts + shifted) - _logsumexp(log_counts + 2 * shifted)))
+
+
+def _logsumexp(values: np.ndarray, axis: int = -1) -> np.ndarray:
+    top = np.max(values, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    return np.squeeze(top, axis) + np.log(np.sum(np.exp(values - top), axis=axis))
+
+
+@dataclass(frozen=True)
+class ImportanceResult:
+    """The corpus perplexity of the importance-sampling estimates, its spread over sample draws
+    (module docstring) and the samples' diagnostics."""
+
+    total_logprob: float  # Σ_x log p̂(x), nats: whole sentences, their ends included
+    n_words: int
+    n_sentences: int
+    samples: int
+    standard_error: float  # of total_logprob, over sample draws (from the groups)
+    group_perplexities: list[float]  # per word, of each group of samples alone
+    mean_unique: float
+    mean_effective_samples: float
+    sentence_logprobs: list[float]
+
+    @property
+    def per_word(self) -> float:
+        return math.exp(-self.total_logprob / self.n_words)
+
+    @property
+    def per_token(self) -> float:
+        return math.exp(-self.total_logprob / (self.n_words + self.n_sentences))
+
+    @property
+    def interval_per_word(self) -> tuple[float, float]:
+        """``per_word`` at ± 1.96 standard errors of the total (about 95% over sample draws)."""
+        spread = 1.96 * self.standard_error
+        return (
+            math.exp(-(self.total_logprob + spread) / self.n_words),
+            math.exp(-(self.total_logprob - spread) / self.n_words),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "perplexity_per_word": self.per_word,
+            "perplexity_per_token": self.per_token,
+            "interval_per_word": list(self.interval_per_word),
+            "interval": "±1.96 standard errors over sample draws, from independent groups of the samples",
+            "group_perplexities_per_word": self.group_perplexities,
+            "total_logprob_nats": self.total_logprob,
+            "standard_error_nats": self.standard_error,
+            "n_words": self.n_words,
+            "n_sentences": self.n_sentences,
+            "samples_per_sentence": self.samples,
+            "mean_unique_trees": self.mean_unique,
+            "mean_effective_samples": self.mean_effective_samples,
+            "estimator": ESTIMATOR,
+            "sentence_logprobs_nats": self.sentence_logprobs,
+        }
+
+    def render(self) -> str:
+        low, high = self.interval_per_word
+        groups = ", ".join(f"{value:.2f}" for value in self.group_perplexities)
+        size = self.samples // max(len(self.group_perplexities), 1)
+        return (
+            f"importance sampling ({self.samples} samples of the parser per sentence): perplexity per word "
+            f"{self.per_word:.2f} (±1.96 s.e. over draws: {low:.2f}-{high:.2f}; {len(self.group_perplexities)} "
+            f"independent groups of {size} samples alone: {groups}), per token {self.per_token:.2f}; "
+            f"{self.mean_unique:.1f} unique trees and {self.mean_effective_samples:.1f} effective samples per "
+            f"sentence on average; {self.n_sentences} sentences"
+        )
+
+
+def with_draws(scores: SentenceScores, draw: ProposalDraw) -> SentenceScores:
+    """``scores`` of a sentence over the unique trees of ``draw`` (``marginal.proposal_scores``),
+    with the draw and the sentence's estimate added to its ``details``: ``proposal_counts``,
+    ``proposal_logprobs`` (``log q``) and ``importance`` (``logprob``, ``effective_samples``)."""
+    weights = log_weights(draw, scores.details["tree_logprobs"])
+    scores.details.update(
+        proposal_draws=draw.drawn.tolist(),
+        proposal_logprobs=draw.proposal_logprobs.tolist(),
+        importance={
+            "samples": draw.samples,
+            "unique": len(draw.trees),
+            "logprob": sentence_estimate(weights, draw.counts),
+            "effective_samples": effective_samples(weights, draw.counts),
+        },
+    )
+    return scores
+
+
+def importance_perplexity(scores: Sequence[SentenceScores], *, groups: int = 5) -> ImportanceResult:
+    """The importance-sampling perplexity of sentences scored over their drawn proposals
+    (``with_draws``). Its spread over sample draws: each sentence's ``N`` draws are cut into
+    ``groups`` independent groups (in draw order); the estimate from all ``N`` is the mean of the
+    groups' estimates of ``p(x)``, so its variance is theirs over ``groups`` (carried to the log
+    by the delta method and summed over sentences). The perplexity of each group alone is
+    reported too: how far it moves from draw to draw with ``N / groups`` samples."""
+    if not scores:
+        raise InferenceError("no sentences")
+    groups = max(1, groups)
+    variance = 0.0
+    group_totals = np.zeros(groups)
+    for index, score in enumerate(scores):
+        if "importance" not in score.details:
+            raise InferenceError(f"sentence {index} was not scored over samples of a parser")
+        drawn = np.asarray(score.details["proposal_draws"], dtype=np.int64)
+        weights = np.asarray(score.details["tree_logprobs"]) - np.asarray(score.details["proposal_logprobs"])
+        if len(drawn) < groups:
+            raise InferenceError(f"sentence {index}: {len(drawn)} samples cannot make {groups} groups")
+        estimates = np.array(
+            [_logsumexp(weights[part]) - math.log(len(part)) for part in np.array_split(drawn, groups)]
+        )
+        group_totals += estimates
+        if groups > 1:  # var of the mean of the groups' p̂, relative to the overall p̂ squared
+            overall = score.details["importance"]["logprob"]
+            relative = np.exp(estimates - overall)
+            variance += float(np.var(relative, ddof=1)) / groups
+    estimates = [score.details["importance"] for score in scores]
+    n_words = sum(len(score.words) for score in scores)
+    return ImportanceResult(
+        total_logprob=float(sum(e["logprob"] for e in estimates)),
+        n_words=n_words,
+        n_sentences=len(scores),
+        samples=int(estimates[0]["samples"]),
+        standard_error=math.sqrt(variance),
+        group_perplexities=[math.exp(-total / n_words) for total in group_totals] if groups > 1 else [],
+        mean_unique=float(np.mean([e["unique"] for e in estimates])),
+        mean_effective_samples=float(np.mean([e["effective_samples"] for e in estimates])),
+        sentence_logprobs=[e["logprob"] for e in estimates],
+    )

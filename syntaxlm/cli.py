@@ -1044,7 +1044,13 @@ def eval_ppl(
         from syntaxlm.inference import BeamSettings
 
         beam = BeamSettings(action_beam, word_beam, fast_track) if compare_beam else None
-        drawn = {"samples": samples, "seed": seed, "beam": beam, "batch_size": batch_size, "progress": progress}
+        drawn = {
+            "samples": samples,
+            "seed": seed,
+            "beam": beam,
+            "batch_size": batch_size,
+            "progress": progress,
+        }
         _proposal_perplexity(data, model, parser, words[:limit], drawn, len(words), limit, as_json, out)
         return
     scorer = _scorer(model, method.value, action_beam, word_beam, fast_track, **settings)
@@ -1092,7 +1098,11 @@ def _proposal_perplexity(
         options["sentences_in_data"] = in_data
     if drawn["beam"] is not None:
         beam = drawn["beam"]
-        options |= {"action_beam": beam.action_beam, "word_beam": beam.word_beam, "fast_track": beam.fast_track}
+        options |= {
+            "action_beam": beam.action_beam,
+            "word_beam": beam.word_beam,
+            "fast_track": beam.fast_track,
+        }
     _emit("perplexity", evaluation.result, as_json, out, evaluation.text, inputs, options)
 
 
@@ -1283,7 +1293,9 @@ def parse_command(
     ] = None,
     kbest: Annotated[
         int | None,
-        typer.Option(min=1, help="With a parser as MODEL: its k best trees per sentence, as INDEX<TAB>TREE lines."),
+        typer.Option(
+            min=1, help="With a parser as MODEL: its k best trees per sentence, as INDEX<TAB>TREE lines."
+        ),
     ] = None,
     seed: Annotated[int, typer.Option(help="The seed of the parser's samples.")] = 0,
     pos_tags: PosTagsOption = True,
@@ -1310,7 +1322,9 @@ def parse_command(
     if kbest is not None:
         raise typer.BadParameter("--kbest is for a proposal parser as MODEL", param_hint="--kbest")
     if method == ParseMethod.rerank and (proposals is None) == (parser is None):
-        raise typer.BadParameter("--method rerank needs --proposals or --parser, one of them", param_hint="--proposals")
+        raise typer.BadParameter(
+            "--method rerank needs --proposals or --parser, one of them", param_hint="--proposals"
+        )
     given = (
         None if proposals is None else read_proposals(proposals, n_sentences=len(words), pos_tags=pos_tags)
     )
@@ -1466,6 +1480,64 @@ def compare_sg(
         _print_json(comparison.to_json())
     else:
         typer.echo(comparison.render())
+
+
+@app.command("view")
+def view_command(
+    runs: Annotated[
+        list[Path], typer.Argument(metavar="RUN_OR_RESULTS", help="Run folders or result files.")
+    ],
+    out: Annotated[Path, typer.Option(help="The HTML file to write.")] = Path("view.html"),
+    sentences: Annotated[
+        Path | None,
+        typer.Option(
+            help="Sentences to show, one per line (or a treebank, whose trees are shown as gold), "
+            "instead of the test data the runs name."
+        ),
+    ] = None,
+    test: Annotated[
+        Path | None, typer.Option(help="The test treebank to take sentences from (default: the runs').")
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, help="Show the first N sentences.")] = 20,
+    models: Annotated[
+        bool,
+        typer.Option(
+            help="Load each run's saved model (RUN/best) for the sentence and attention views; "
+            "--no-models reads result files only."
+        ),
+    ] = True,
+    action_beam: ActionBeamOption = 100,
+    word_beam: WordBeamOption = 10,
+    fast_track: FastTrackOption = 5,
+) -> None:
+    """One HTML page that opens from disk (no server, no network): the comparison table of
+    report (sortable), SyntaxGym items and region surprisals per model with filters, per-word
+    surprisal, gold and model trees and distances for chosen sentences, and the masks and
+    attention of the transformer models that have them."""
+    from syntaxlm.inference import BeamSettings
+    from syntaxlm.view import write_view
+
+    def on_estimate(name: str, words: list[list[str]]):
+        return _estimate_teller(words, beam)
+
+    beam = BeamSettings(action_beam, word_beam, fast_track)
+    try:
+        path = write_view(
+            runs,
+            out,
+            sentences_file=sentences,
+            test_data=test,
+            limit=limit,
+            beam=beam,
+            models=models,
+            echo=lambda message: typer.echo(message, err=True),
+            on_estimate=on_estimate,
+        )
+    except ValueError as error:
+        if isinstance(error, SyntaxlmError):
+            raise
+        raise typer.BadParameter(str(error)) from None
+    typer.echo(f"page written to {path} ({path.stat().st_size / 1e6:.1f} MB)")
 
 
 # -- plot -----------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from a seed) or on the user's treebank (``data=``), it
    word-synchronous beam for the joint models, labelled), the SyntaxGym suites, EVALB F1 of the
    beam's parses for the joint models and UF1 of the induced trees for PRPN and SOM;
 4. writes ``report.md`` (made from the result files alone, plus figures drawn from the saved
-   models) and prints its table.
+   models) and ``view.html``, the explorer page of ``syntaxlm view``, and prints its table.
 
 The models train side by side, each in its own process (one per CPU thread by default). ``FULL``
 takes 12 minutes on 2 CPU cores, ``FAST`` under a minute (docs/performance.md).
@@ -76,6 +76,7 @@ class Budget:
     beam: BeamSettings
     lexicon_size: int | None = None
     figure_sentence: str = "The officials near the boy have seen themselves ."
+    view_sentences: int = 20  # test sentences in view.html's sentence and attention views
 
 
 # A lexicon of 10 words per class and 1,600 updates of 16 sentences: the words-only baseline
@@ -98,6 +99,7 @@ FAST = Budget(
     test_sentences=20,
     beam=BeamSettings(5, 2, 1),
     lexicon_size=20,
+    view_sentences=5,
 )
 
 
@@ -321,13 +323,15 @@ def run_quickstart(
         "models": [m.name for m in chosen],
         "skipped": skipped,
     }
-    table = stages.run(len(weights) - 1, lambda: write_report(out, chosen, summary, budget))
+    table = stages.run(len(weights) - 1, lambda: write_report_and_view(out, chosen, summary, budget))
     summary["seconds"] = seconds | {"write the report": stages.timings["write the report"]}
     summary["total_seconds"] = round(time.perf_counter() - stages.start, 1)
     with atomic_writer(out / "summary.json") as handle:
         json.dump(summary, handle, indent=2, ensure_ascii=False)
     echo(table)
-    echo(f"report: {out / 'report.md'}  ({clock(summary['total_seconds'])} in all)")
+    echo(
+        f"report: {out / 'report.md'}, page: {out / 'view.html'}  ({clock(summary['total_seconds'])} in all)"
+    )
     return summary
 
 
@@ -447,6 +451,26 @@ def _focus_items(numbers: dict[str, Any]) -> tuple[list[float], list[str]] | Non
         outcomes += items
         suites += [suite] * len(items)
     return (outcomes, suites) if outcomes else None
+
+
+def write_report_and_view(
+    out: Path, chosen: Sequence[ModelCard], summary: dict[str, Any], budget: Budget
+) -> str:
+    """``write_report``, then ``view.html`` beside it (``syntaxlm.view``): the runs' results and,
+    for the first ``budget.view_sentences`` test sentences scored, what their saved models compute."""
+    from syntaxlm.view import write_view
+
+    table = write_report(out, chosen, summary, budget)
+    runs = [out / "runs" / m.name for m in chosen if (out / "runs" / m.name).is_dir()]
+    if runs:
+        write_view(
+            runs,
+            out / "view.html",
+            test_data=summary["splits"]["test"],
+            limit=min(budget.view_sentences, budget.test_sentences),
+            beam=budget.beam,
+        )
+    return table
 
 
 def write_report(out: Path, chosen: Sequence[ModelCard], summary: dict[str, Any], budget: Budget) -> str:

@@ -106,20 +106,35 @@ class Run:
 
 
 def read_run(folder: str | Path) -> Run:
-    """The numbers of one run folder (see the module docstring)."""
+    """The numbers of one run folder (see the module docstring), or of one result file: its model
+    is named by the saved model it scored (``RUN/best`` is ``RUN``), else by the file."""
     folder = Path(folder)
-    if not folder.is_dir():
-        raise InputFormatError("not a folder", path=folder, expected="a run folder holding result files")
-    config = {}
-    if (folder / "config.json").is_file():
-        config = read_json(folder / "config.json", InputFormatError, expected="a run configuration")
-    run = Run(folder, model=str(config.get("model", folder.name)), seed=config.get("seed"))
+    if folder.is_file():
+        record = read_result(folder)
+        model = ((record.get("inputs") or {}).get("model") or {}).get("path")
+        name = Path(model).parent if model else folder.with_suffix("")
+        name = name.parent if name.name in ("best", "last") else name
+        run, files = Run(folder, model=name.name), [(folder, record)]
+    elif folder.is_dir():
+        config = {}
+        if (folder / "config.json").is_file():
+            config = read_json(folder / "config.json", InputFormatError, expected="a run configuration")
+        run = Run(folder, model=str(config.get("model", folder.name)), seed=config.get("seed"))
+        files = [
+            (path, None)
+            for path in sorted(folder.rglob("*.json"))
+            if path.name != "config.json" and is_result_file(path)
+        ]
+    else:
+        raise InputFormatError(
+            "not a folder or a file",
+            path=folder,
+            expected="a run folder holding result files, or a result file",
+        )
     suite_records: dict[str, dict] = {}
     suite_paths: dict[str, Path] = {}
-    for path in sorted(folder.rglob("*.json")):
-        if path.name == "config.json" or not is_result_file(path):
-            continue
-        record = read_result(path)
+    for path, record in files:
+        record = record or read_result(path)
         kind, result = record["kind"], record["result"]
         if kind == "syntaxgym":
             suite = result["suite"]

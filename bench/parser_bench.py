@@ -10,7 +10,7 @@ Models have random weights (speed does not depend on them) at the recipes' sizes
   parser's best tree, 10 best trees, and 300 exact samples per sentence;
 - ``importance300_seconds_per_sentence``: the whole ``Scorer(method="proposals", parser=...)``
   for a ``tg-ptb``-size TG (16 layers, d 256): 300 samples, then ``log p(x, y)`` of every unique
-  sample through the model's incremental decoder (``--tg-sentences`` sentences).
+  sample through the model's incremental decoder (``--tg-sentences`` sentences; 0: not measured).
 
     python bench/parser_bench.py --threads 2
 """
@@ -69,6 +69,26 @@ def timed(action, repeats: int) -> float:
     return statistics.median(times)
 
 
+def importance_speed(parser, trees: list, count: int, device: str) -> dict:
+    """Seconds per sentence of the 300-sample estimate for a ``tg-ptb``-size TG (random weights),
+    on ``count`` sentences from the longer half, each scored on its own (one warm-up run first)."""
+    config = model_config(recipe_model("tg-ptb"))
+    chosen = sorted(trees, key=lambda tree: len(tree.leaves()))[len(trees) // 2 :][:count]
+    folder = Path(tempfile.mkdtemp(prefix="parser-bench-"))
+    write_trees(folder / "train.trees", trees)
+    vocab = build_vocabulary(
+        folder / "train.trees", folder / "vocab", kind="word", min_freq=1, pos_tags=False
+    )
+    tg = build_model(config, model_class("tg").vocabularies_for(config, trees, vocab)).to(device).eval()
+    scorer = Scorer(tg, method="proposals", parser=parser, samples=300, batch_size=1)
+    words = [tree.leaves() for tree in chosen]
+    seconds = timed(lambda: scorer.score(words), 1)
+    return {
+        "importance300_seconds_per_sentence": round(seconds / len(words), 2),
+        "importance300_sentence_words": [len(w) for w in words],
+    }
+
+
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_argument("--data", type=Path, default=None)
@@ -106,24 +126,8 @@ def main() -> None:
     ):
         result[f"{name}_sentences_per_s"] = round(len(words) / timed(action, args.repeats), 2)
 
-    tg_values = recipe_model("tg-ptb")
-    tg_config = model_config(tg_values)
-    tg_trees = sorted(trees, key=lambda tree: len(tree.leaves()))[len(trees) // 2 :][: args.tg_sentences]
-    folder = Path(tempfile.mkdtemp(prefix="parser-bench-"))
-    write_trees(folder / "train.trees", trees)
-    tg_vocab = build_vocabulary(
-        folder / "train.trees", folder / "vocab", kind="word", min_freq=1, pos_tags=False
-    )
-    tg = build_model(tg_config, model_class("tg").vocabularies_for(tg_config, trees, tg_vocab)).to(
-        args.device
-    )
-    scorer = Scorer(tg.eval(), method="proposals", parser=parser, samples=300, batch_size=1)
-    tg_words = [tree.leaves() for tree in tg_trees]
-    seconds = timed(lambda: scorer.score(tg_words), 1)
-    result |= {
-        "importance300_seconds_per_sentence": round(seconds / len(tg_words), 2),
-        "importance300_sentence_words": [len(w) for w in tg_words],
-    }
+    if args.tg_sentences > 0:
+        result |= importance_speed(parser, trees, args.tg_sentences, args.device)
     machine = {
         "cpu": platform.processor() or platform.machine(),
         "threads": args.threads,

@@ -353,19 +353,22 @@ def evaluate_model(
       sample of highest ``p(x, y)`` (reranking, TG §3.2);
     - ``sg/SUITE.json``: per SyntaxGym suite.
 
-    Returns the written files by name.
+    For the proposal parser (``models.span_parser``): ``parseval.json`` of its Viterbi trees on a
+    constituency test set, nothing else. Returns the written files by name.
     """
     from syntaxlm.data.treebank import read_treebank, treebank_kind
     from syntaxlm.eval.parseval import evaluate_parses, with_gold_tags
     from syntaxlm.eval.perplexity import perplexity
     from syntaxlm.eval.uf1 import WORD_TAGS, evaluate_uf1
     from syntaxlm.inference import Scorer, perplexity_logprobs
-    from syntaxlm.models import load_model
+    from syntaxlm.models import SyntacticLM, load_model
     from syntaxlm.trees.clean import PTB_CLEANING
     from syntaxlm.trees.ptb import TreeReader
 
     model_folder, out = Path(model_folder), Path(out)
     model = load_model(model_folder)
+    if not isinstance(model, SyntacticLM):  # the proposal parser: its trees' F1 only
+        return _parser_results(model, model_folder, out, test, settings)
     scorer = Scorer(
         model,
         beam=settings.beam,
@@ -500,6 +503,28 @@ def proposal_perplexity(
         result["beam"] = searched.to_json()
         lines.append(f"beam marginal (a lower bound on p(x)): {searched.render()}")
     return ProposalEvaluation(result, "\n".join(lines), scores)
+
+
+def _parser_results(parser, folder: Path, out: Path, test, settings: EvalSettings) -> dict[str, Path]:
+    """``evaluate_model`` for the proposal parser: EVALB F1 of its best trees on ``test``."""
+    from syntaxlm.data.treebank import read_treebank, treebank_kind
+    from syntaxlm.eval.parseval import evaluate_parses, with_gold_tags
+    from syntaxlm.trees.ptb import TreeReader
+
+    if test is None or treebank_kind(test) != "constituency":
+        return {}
+    test = Path(test)
+    words = [_tree_words(tree) for tree in read_treebank(test)[: settings.test_sentences]]
+    gold = _gold_trees(TreeReader(test), words, test)
+    best = parser.parse(words, batch_size=settings.batch_size)
+    parses = [with_gold_tags(trees[0].tree, g, sentence=i) for i, (trees, g) in enumerate(zip(best, gold))]
+    record = result_record(
+        "parseval",
+        evaluate_parses(gold, parses).to_json(),
+        inputs={"gold": test, "model": folder / "model.safetensors"},
+        options={"test_sentences": len(words), "parses": "the parser's best tree (Viterbi)"},
+    )
+    return {"parseval": write_result(out / "parseval.json", record)}
 
 
 def _proposal_results(

@@ -396,3 +396,17 @@ def test_proposal_perplexity_from_the_command_line(tg, parser, corpus, tmp_path)
         assert math.isfinite(record[key]) and math.isfinite(record["proposal_bound"][key])
         assert math.isfinite(record["beam"][key])
     assert record["beam"]["marginalisation"]["renormalised"] is False
+
+
+def test_evaluating_a_saved_parser_scores_its_best_trees(parser, corpus, tmp_path):
+    from syntaxlm.experiments import evaluate_model
+    from syntaxlm.results import read_result
+
+    folder, trees, _ = corpus
+    parser.save_pretrained(tmp_path / "parser")
+    written = evaluate_model(tmp_path / "parser", tmp_path / "results", test=folder / "train.trees")
+    assert set(written) == {"parseval"}
+    record = read_result(written["parseval"])
+    assert record["options"]["parses"] == "the parser's best tree (Viterbi)"
+    summary = record["result"]["summary"]["all"]
+    assert summary["sentences"] == len(trees) and 0 < summary["f1"] <= 100

@@ -86,6 +86,16 @@ def test_run_without_config_is_named_by_its_folder(tmp_path):
     assert "BLiMP accuracy" in path.read_text()
 
 
+def test_an_undefined_f1_is_shown_as_undefined(tmp_path):
+    """Parses that match no bracket have no F1 (null in parseval.json): the table says so."""
+    (tmp_path / "tg").mkdir()
+    summary = {"all": {"f1": None, "recall": 0.0, "precision": 0.0}}
+    write_result(tmp_path / "tg" / "parseval.json", result_record("parseval", {"summary": summary}))
+    text = make_report([tmp_path / "tg"], tmp_path / "out").read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| tg"))
+    assert row.split("|")[2].strip() == "undefined"
+
+
 def test_bad_run_folders_fail_clearly(tmp_path):
     with pytest.raises(InputFormatError, match="not a folder"):
         read_run(tmp_path / "missing")

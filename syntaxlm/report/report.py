@@ -378,9 +378,13 @@ def group_chance(runs: Iterable[Run]) -> dict[str, float]:
     return {group: statistics.mean(levels) for group, levels in by_group.items()}
 
 
-def _cell(values: list[float]) -> str:
+def _cell(values: list[float | None]) -> str:
+    """Mean ± sample std of the runs' values; ``None`` (a result file's undefined number, e.g. the
+    F1 of parses that match no bracket) is left out and shown as "undefined" when nothing is left."""
+    given = bool(values)
+    values = [value for value in values if value is not None]
     if not values:
-        return ""
+        return "undefined" if given else ""
     if len(set(values)) == 1:
         return f"{values[0]:.4g}" + (f" (n={len(values)})" if len(values) > 1 else "")
     return f"{statistics.mean(values):.4g} ± {statistics.stdev(values):.2g} (n={len(values)})"

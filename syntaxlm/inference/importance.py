@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from syntaxlm.inference.beam import logsumexp
 from syntaxlm.inference.grammar import InferenceError
 from syntaxlm.inference.sentences import SentenceScores
 from syntaxlm.trees.tree import Tree
@@ -91,7 +92,7 @@ def log_weights(draw: ProposalDraw, joint_logprobs: Sequence[float]) -> np.ndarr
 def sentence_estimate(weights: np.ndarray, counts: np.ndarray) -> float:
     """``log (1/N Σ_i w_i)`` for unique log weights ``weights`` drawn ``counts`` times (0 allowed)."""
     with np.errstate(divide="ignore"):
-        return float(_logsumexp(np.log(counts) + weights) - math.log(counts.sum()))
+        return float(logsumexp(np.log(counts) + weights) - math.log(counts.sum()))
 
 
 def effective_samples(weights: np.ndarray, counts: np.ndarray) -> float:
@@ -99,13 +100,7 @@ def effective_samples(weights: np.ndarray, counts: np.ndarray) -> float:
     shifted = weights - weights[counts > 0].max()
     with np.errstate(divide="ignore"):
         log_counts = np.log(counts)
-    return float(np.exp(2 * _logsumexp(log_counts + shifted) - _logsumexp(log_counts + 2 * shifted)))
-
-
-def _logsumexp(values: np.ndarray, axis: int = -1) -> np.ndarray:
-    top = np.max(values, axis=axis, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    return np.squeeze(top, axis) + np.log(np.sum(np.exp(values - top), axis=axis))
+    return float(np.exp(2 * logsumexp(log_counts + shifted) - logsumexp(log_counts + 2 * shifted)))
 
 
 @dataclass(frozen=True)
@@ -209,7 +204,7 @@ def importance_perplexity(scores: Sequence[SentenceScores], *, groups: int = 5) 
         if len(drawn) < groups:
             raise InferenceError(f"sentence {index}: {len(drawn)} samples cannot make {groups} groups")
         estimates = np.array(
-            [_logsumexp(weights[part]) - math.log(len(part)) for part in np.array_split(drawn, groups)]
+            [logsumexp(weights[part]) - math.log(len(part)) for part in np.array_split(drawn, groups)]
         )
         group_totals += estimates
         if groups > 1:  # var of the mean of the groups' p̂, relative to the overall p̂ squared

@@ -228,41 +228,15 @@ def proposal_scores(
     context: str = "training",
     batch_size: int = 8,
     progress: bool = False,
+    method: str = "proposals",
 ) -> list[SentenceScores]:
     """Approximate marginals over each sentence's unique proposal trees (module docstring);
     ``tree`` is the best proposal (reranking) and ``details["tree_logprobs"]`` every unique
     proposal's ``log p(x, y)``. ``batch_size`` sentences' proposals share one decoder.
     ``max_open``/``max_openers``: the grammar's bounds, which the normaliser respects when
     ``renormalise`` (as in ``BeamSettings``). ``context``: as in ``exact_scores``; recorded in
-    ``details["context"]``."""
-    return _tree_scores(
-        model,
-        sentences,
-        proposals,
-        "proposals",
-        renormalise=renormalise,
-        max_open=max_open,
-        max_openers=max_openers,
-        context=context,
-        batch_size=batch_size,
-        progress=progress,
-    )
-
-
-def _tree_scores(
-    model,
-    sentences: Sequence[Sequence[str]],
-    proposals: Sequence[Sequence[Tree]],
-    method: str,
-    *,
-    renormalise: bool = False,
-    max_open: int = 50,
-    max_openers: int = 8,
-    context: str = "training",
-    batch_size: int = 8,
-    progress: bool = False,
-) -> list[SentenceScores]:
-    """``proposal_scores``, its results and progress bar named by ``method`` ("proposals" or "gold")."""
+    ``details["context"]``. ``method`` names the results and the progress bar (``gold_scores``
+    passes "gold")."""
     from tqdm import tqdm
 
     if len(proposals) != len(sentences):
@@ -325,11 +299,11 @@ def gold_scores(
     as in ``exact_scores`` (a document tree longer than a segment is read as trained by default)."""
     if len(trees) != len(sentences):
         raise ProposalError(f"{len(trees)} trees for {len(sentences)} sentences")
-    scores = _tree_scores(
+    scores = proposal_scores(
         model,
         sentences,
         [[tree] for tree in trees],
-        "gold",
+        method="gold",
         renormalise=renormalise,
         context=context,
         batch_size=batch_size,

@@ -111,18 +111,21 @@ def tree_scores(scores: Tensor, trees: Sequence[Sequence[Span]]) -> Tensor:
 
 
 def sample_trees(
-    scores: Tensor, lengths: Tensor, n: int, generator: np.random.Generator
+    scores: Tensor, lengths: Tensor, n: int, generators: Sequence[np.random.Generator]
 ) -> list[list[tuple[list[Span], float]]]:
     """``n`` independent samples of ``q(y | x)`` per sentence, each with its exact ``log q(y | x)``
-    (float64): per sentence, ``n`` pairs ``(spans, logprob)``. Top-down: the root is labelled; a
-    node draws its label (labelled, or not, as its role allows) and its split from the inside
-    charts, all samples of a sentence at once."""
+    (float64): per sentence, ``n`` pairs ``(spans, logprob)``, drawn with its own generator of
+    ``generators``. Top-down: the root is labelled; a node draws its label (labelled, or not, as
+    its role allows) and its split from the inside charts (one pass for the batch), all samples of
+    a sentence at once."""
+    if len(generators) != len(lengths):
+        raise ValueError(f"{len(generators)} generators for {len(lengths)} sentences")
     scores = scores.detach().double()
     chart = inside(scores, lengths)
-    out = []
-    for b, n_words in enumerate(lengths.tolist()):
-        out.append(_sample_sentence(scores[b].cpu().numpy(), chart, b, n_words, n, generator))
-    return out
+    return [
+        _sample_sentence(scores[b].cpu().numpy(), chart, b, n_words, n, generator)
+        for b, (n_words, generator) in enumerate(zip(lengths.tolist(), generators))
+    ]
 
 
 def _sample_sentence(

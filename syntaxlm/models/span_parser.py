@@ -269,9 +269,10 @@ class SpanParser(TrainedModel):
         out: list[list[ParsedTree]] = [[] for _ in sentences]
         with evaluating(self):
             for chosen, scores, lengths in self._scored_batches(sentences, batch_size):
-                for row, i in enumerate(chosen):
-                    generator = np.random.default_rng([seed, zlib.crc32(" ".join(sentences[i]).encode())])
-                    drawn = sample_trees(scores[row : row + 1], lengths[row : row + 1], n, generator)[0]
+                streams = [
+                    np.random.default_rng([seed, zlib.crc32(" ".join(sentences[i]).encode())]) for i in chosen
+                ]
+                for i, drawn in zip(chosen, sample_trees(scores, lengths, n, streams), strict=True):
                     built: dict[tuple[Span, ...], Tree] = {}  # a tree drawn again is built once
                     for spans, logprob in drawn:
                         key = tuple(spans)  # the sampler lists a tree's nodes in one order

@@ -347,6 +347,7 @@ def test_untied_embeddings_have_an_output_layer(data):
         ({"model": "plm-mask", "n_heads": 1, "d_model": 32}, "at least 2 for plm-mask"),
         ({"model": "lm", "attention_dropout": 1.0}, "attention_dropout must be in"),
         ({"model": "lm", "max_length": 1}, "max_length must be at least 2"),
+        ({"model": "lm", "positions": "sinusoidal"}, "positions must be one of learned, none"),
         ({"model": "sclm-next", "scaffold_weight": 1.0}, r"scaffold_weight \(α\) must be in \[0, 1\)"),
         ({"model": "plm", "max_actions": 0}, "max_actions must be at least 1"),
         ({"model": "lm", "d_model": 30, "n_heads": 4}, "multiple of model.n_heads"),

@@ -135,6 +135,16 @@ def test_decoder_equals_the_full_pass(data, name, vocab, shuffle):
     assert (ends == expected_end).all()
 
 
+@pytest.mark.parametrize("name", ["lm", "plm-mask"])
+def test_a_model_without_positions_decodes_like_its_full_pass(data, name):
+    """``positions: none``: no position embeddings (the causal mask alone orders the tokens)."""
+    model = make_model(name, data, positions="none")
+    assert model.position_embedding is None
+    assert not any("position" in key for key in model.state_dict())
+    gold, open_start, _ = gold_sequences(model, data["short"][:3])
+    check_decoder(model, gold, open_start, shuffle=True)
+
+
 def test_plm_mask_decoder_uses_the_parser_state(data):
     """Same weights, same sequences: plm-mask's decoder differs from plm's, and each equals its own
     full pass (so the masks matter and are the right ones)."""

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from syntaxlm.models.layers.attention import Attention, RelativePositions, flex_available, sinusoidal_table
-from syntaxlm.models.layers.transformer import KeyValueCache, TransformerStack, next_memory
+from syntaxlm.models.layers.transformer import Block, KeyValueCache, TransformerStack, next_memory
 
 
 def _inputs(batch=2, length=6, memory=3, d=16, seed=0):
@@ -153,6 +153,37 @@ def test_stepping_with_cached_keys_equals_the_whole_forward(pre_ln, separate_com
         )
         steps.append(out)
     torch.testing.assert_close(torch.cat(steps, dim=1), whole, atol=1e-5, rtol=1e-5)
+
+
+def test_position_and_feed_forward_dropout_act_in_training_only_and_keep_the_weights_names():
+    """The TG authors' two extra dropouts: the relative position vectors (each sequence its own
+    mask) and the feed-forward hidden units. In eval mode a block with them computes what one
+    without them computes with the same weights; in training mode they make two identical
+    sequences of a batch differ; the weights keep their names (models saved before load)."""
+    torch.manual_seed(0)
+    plain = Block(16, 4, 32, 0.0)
+    dropping = Block(16, 4, 32, 0.0, ff_dropout=0.5, position_dropout=0.5)
+    assert list(dropping.state_dict()) == list(plain.state_dict())
+    dropping.load_state_dict(plain.state_dict())
+    positions = RelativePositions(16, 0, 9)
+    x = torch.randn(1, 6, 16).expand(2, -1, -1)  # two identical sequences
+    mask = torch.ones(2, 1, 6, 6, dtype=torch.bool).tril()
+    relative = positions.buckets(torch.arange(6)[:, None] - torch.arange(6)[None, :]).expand(2, -1, -1)
+    arguments = {"relative": relative, "position_table": positions.table()}
+    with torch.no_grad():
+        torch.testing.assert_close(
+            dropping.eval()(x, mask, **arguments), plain.eval()(x, mask, **arguments), rtol=0, atol=0
+        )
+        trained = dropping.train()(x, mask, **arguments)
+        assert (trained[0] - trained[1]).abs().max() > 1e-3
+        torch.testing.assert_close(plain.train()(x, mask, **arguments), plain.eval()(x, mask, **arguments))
+        # Each alone: position dropout in the attention, the hidden units' in the feed-forward layer.
+        attention = Attention(16, 4, position_dropout=0.5).train()
+        alone = attention(x, mask, **arguments)
+        assert (alone[0] - alone[1]).abs().max() > 1e-3
+        feed_forward = Block(16, 4, 32, 0.0, ff_dropout=0.5).train()
+        hidden = feed_forward.ff(x)
+        assert (hidden[0] - hidden[1]).abs().max() > 1e-3
 
 
 def test_the_key_value_cache_selects_appends_and_compacts_like_plain_tensors():

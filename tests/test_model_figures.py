@@ -260,7 +260,7 @@ def test_recorded_attention_is_what_the_layer_computes(saved):
     ids = torch.tensor([[m.vocab.index(t) for t in attention.tokens]])
     block = m.transformer.blocks[0]
     with torch.no_grad():
-        x = block.attention_norm(m.token_embedding(ids) + m.position_embedding(torch.arange(ids.shape[1])))
+        x = block.attention_norm(m.input_vectors(ids, torch.arange(ids.shape[1])))
         q = block.attention._heads(block.attention.query(x))
         k, _ = block.attention.keys_values(x)
         scores = q @ k.transpose(-1, -2) / math.sqrt(block.attention.d_head)

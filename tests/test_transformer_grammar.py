@@ -196,7 +196,8 @@ def test_recipes_drop_attention_probabilities_in_training_only(vocab, trees, nam
         assert config["attention_dropout"] == 0.1, scale
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     for device in devices:
-        model = _recipe_model(vocab, name, dropout=0.0).to(device)
+        no_other = {"dropout": 0.0, "ff_dropout": 0.0, "position_dropout": 0.0}
+        model = _recipe_model(vocab, name, **no_other).to(device)
         assert model.config.attention_dropout == 0.1
         batch = _one_batch(model, trees).to(device)
         real = batch["position"] >= 0
@@ -212,9 +213,30 @@ def test_recipes_drop_attention_probabilities_in_training_only(vocab, trees, nam
         a, b = twice()
         torch.testing.assert_close(a, b, rtol=0, atol=0)
         # The control: without attention dropout nothing else is random in training mode.
-        without = _recipe_model(vocab, name, dropout=0.0, attention_dropout=0.0).to(device).train()
+        without = _recipe_model(vocab, name, **no_other, attention_dropout=0.0).to(device).train()
         with torch.no_grad():
             torch.testing.assert_close(without(batch)[0][real], without(batch)[0][real], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", ["tg", "txl-trees", "txl-terminals"])
+def test_recipes_drop_out_where_the_authors_code_does(vocab, name):
+    """The authors' one rate also drops the feed-forward hidden units and the relative position
+    vectors (``layers.transformer``), in every recipe; the GPT-2-style models (``action_lm``) drop
+    neither."""
+    for scale in ("tiny", "ptb", "bllip"):
+        config = yaml.safe_load((CONFIGS / f"{name}-{scale}.yaml").read_text())["model"]
+        assert config["ff_dropout"] == config["position_dropout"] == config["dropout"] == 0.1, scale
+    model = _recipe_model(vocab, name)
+    rate = model.config.dropout
+    for block in model.transformer.blocks:
+        assert block.attention.position_dropout == rate
+        assert [m.p for m in block.ff.modules() if isinstance(m, torch.nn.Dropout)] == [rate]
+    from syntaxlm.models.action_lm import ActionLM, ActionLMConfig
+
+    gpt2 = ActionLM(ActionLMConfig(model="lm", d_model=16, n_heads=2, d_ff=32), {"vocab": vocab})
+    for block in gpt2.transformer.blocks:
+        assert block.attention.position is None
+        assert not any(isinstance(m, torch.nn.Dropout) for m in block.ff.modules())
 
 
 @pytest.mark.parametrize("model_name", ["tg", "txl-trees", "txl-terminals"])

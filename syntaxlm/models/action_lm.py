@@ -18,8 +18,9 @@ One model, five readings of a tree, chosen by ``config.model``:
   LM head alone.
 
 The blocks are ``layers.TransformerStack`` (pre-LN by default, GELU feed-forward), with learned
-absolute positions added to the token embeddings, and the output layer tied to the token
-embeddings (``tie_embeddings``). Softmaxes run over the whole vocabulary, as in the authors' code.
+absolute positions added to the token embeddings (GPT-2; ``positions="none"``: no position
+information but the causal mask's), and the output layer tied to the token embeddings
+(``tie_embeddings``). Softmaxes run over the whole vocabulary, as in the authors' code.
 
 Search and sampling drive the model through ``action_grammar()`` and ``decoder()``
 (``models.decoding``): an ``ActionLMDecoder`` holds ``n`` prefixes with each layer's keys and
@@ -89,6 +90,7 @@ from syntaxlm.text.symbols import REDUCE
 from syntaxlm.trees.tree import Tree
 
 MODELS = ("lm", "plm", "plm-mask", "sclm-past", "sclm-next")
+POSITIONS = ("learned", "none")
 ACTION_MODELS = ("plm", "plm-mask")
 SCAFFOLD_DIRECTIONS = {"sclm-past": "past", "sclm-next": "next"}
 NGRAMS = "ngrams"  # the name of the SCLM label vocabulary among the model's vocabularies
@@ -100,13 +102,15 @@ class SkippedTreesWarning(UserWarning):
 
 @dataclass
 class ActionLMConfig(TransformerConfig):
-    """``model`` is one of ``MODELS``; the other fields are those of a GPT-2-style transformer,
-    plus ``scaffold_weight`` (SCLM's α) and ``max_actions`` (training trees with more RNNG
-    actions are skipped)."""
+    """``model`` is one of ``MODELS``; the other fields are those of a GPT-2-style transformer
+    (``positions``: ``"learned"`` absolute positions, GPT-2's, or ``"none"``), plus
+    ``scaffold_weight`` (SCLM's α) and ``max_actions`` (training trees with more RNNG actions are
+    skipped)."""
 
     model: str = "lm"
     attention_dropout: float = 0.1
     max_length: int = 1024
+    positions: str = "learned"
     pre_ln: bool = True
     tie_embeddings: bool = True
     scaffold_weight: float = 0.5
@@ -126,6 +130,10 @@ class ActionLMConfig(TransformerConfig):
             raise ConfigError(f"model.attention_dropout must be in [0, 1), got {self.attention_dropout}")
         if self.max_length < 2:
             raise ConfigError(f"model.max_length must be at least 2 positions, got {self.max_length}")
+        if self.positions not in POSITIONS:
+            raise ConfigError(
+                f"model.positions must be one of {', '.join(POSITIONS)}, got {self.positions!r}"
+            )
         if not 0 <= self.scaffold_weight < 1:
             raise ConfigError(
                 f"model.scaffold_weight (α) must be in [0, 1): the LM part weighs 1 − α, got {self.scaffold_weight}"
@@ -159,7 +167,7 @@ class ActionLM(SyntacticLM):
 
         d = config.d_model
         self.token_embedding = nn.Embedding(len(vocab), d)
-        self.position_embedding = nn.Embedding(config.max_length, d)
+        self.position_embedding = nn.Embedding(config.max_length, d) if config.positions == "learned" else None
         self.embedding_dropout = nn.Dropout(config.dropout)
         self.transformer = TransformerStack(
             config.n_layers,
@@ -224,10 +232,15 @@ class ActionLM(SyntacticLM):
             raise ValueError(
                 f"a sequence of {length} positions is longer than max_length {self.config.max_length}"
             )
-        positions = torch.arange(length, device=inputs.device)
-        x = self.token_embedding(inputs) + self.position_embedding(positions)
+        x = self.input_vectors(inputs, torch.arange(length, device=inputs.device))
         hidden, _ = self.transformer(self.embedding_dropout(x), self.attention_mask(length, open_start))
         return hidden
+
+    def input_vectors(self, tokens: Tensor, positions: Tensor) -> Tensor:
+        """The first block's input: token embeddings ``[..., L, d]`` of ``tokens`` plus, with
+        learned positions, the embeddings of their ``positions`` ``[..., L]`` (or ``[L]``)."""
+        x = self.token_embedding(tokens)
+        return x if self.position_embedding is None else x + self.position_embedding(positions)
 
     def attention_mask(self, length: int, open_start: Tensor | None = None) -> Tensor:
         """``True`` = may attend: causal ``[1, 1, L, L]``, or for plm-mask ``[B, H, L, L]`` with the
@@ -636,7 +649,7 @@ class ActionLMDecoder(Decoder):
             return
         moving = slice(0, len(tokens))
         position = self._position[moving, -1]
-        x = model.token_embedding(tokens[:, None]) + model.position_embedding(position)[:, None]
+        x = model.input_vectors(tokens[:, None], position[:, None])
         with evaluating(model):
             hidden = model.transformer.step(
                 model.embedding_dropout(x),

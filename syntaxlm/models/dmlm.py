@@ -475,8 +475,7 @@ class DMTransformer(DependencyMixtureLM):
                 f"a sequence of {length} positions is longer than max_length {base.config.max_length}"
             )
         # The base model's forward (ActionLM.forward), keeping each layer's input.
-        positions = torch.arange(length, device=inputs.device)
-        x = base.token_embedding(inputs) + base.position_embedding(positions)
+        x = base.input_vectors(inputs, torch.arange(length, device=inputs.device))
         hidden, layer_inputs = base.transformer(base.embedding_dropout(x), base.attention_mask(length))
         return base.lm_logits(hidden), self.log_attention(layer_inputs[-2])
 
@@ -527,7 +526,8 @@ class DMTransformerDecoder(MixtureDecoder):
     def _run(self, tokens: Tensor) -> None:
         model, base = self.model, self.model.base
         with evaluating(model):
-            x = base.token_embedding(tokens[:, None]) + base.position_embedding.weight[self.length]
+            position = torch.full((1, 1), self.length, dtype=torch.long, device=self.device)
+            x = base.input_vectors(tokens[:, None], position)
             self.length += 1
             mask = torch.ones(1, 1, 1, self.length, dtype=torch.bool, device=self.device)
             blocks = base.transformer.blocks

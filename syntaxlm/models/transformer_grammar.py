@@ -11,7 +11,10 @@ One model, three inputs (``config.model``), all made by ``syntaxlm.structure.tg`
 
 The model is Transformer-XL (§2.2): post-LN blocks whose attention adds a relative-position term
 (``layers/attention.py``), over segments of ``segment_length`` positions that also see
-``memory_length`` slots of earlier hidden states per layer. For TG the memory is *smart*: the
+``memory_length`` slots of earlier hidden states per layer. Dropout: ``dropout`` on the embeddings
+and the sub-layer outputs, ``attention_dropout`` on the attention probabilities, ``ff_dropout`` on
+the feed-forward hidden units and ``position_dropout`` on the relative position vectors (the
+authors' code drops with one rate in all four places). For TG the memory is *smart*: the
 positions still on the stack, so composed subtrees leave it. A sentence that fits one segment
 needs no memory, and such a corpus is trained in shuffled batches cut to their longest row;
 longer sequences (documents, as one ``(DOC ...)`` tree) are trained as streams that pass the
@@ -105,6 +108,10 @@ _MEMORY_FIELDS = {
 class TransformerGrammarConfig(TransformerConfig):
     model: str = "tg"
     attention_dropout: float = 0.0
+    # Dropout on the feed-forward hidden units (after the activation) and on the relative position
+    # vectors, two places where the authors' code drops with its one rate (the recipes set it).
+    ff_dropout: float = 0.0
+    position_dropout: float = 0.0
     segment_length: int = 256
     memory_length: int = 256
     smart_memory: bool = True
@@ -132,6 +139,9 @@ class TransformerGrammarConfig(TransformerConfig):
             raise ConfigError(
                 f"model.positions 'depth' needs the TG input; {self.model} has linear positions"
             )
+        for name in ("attention_dropout", "ff_dropout", "position_dropout"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ConfigError(f"model.{name} must be in [0, 1), got {getattr(self, name)}")
         if self.segment_length < 1 or self.memory_length < 0:
             raise ConfigError(
                 f"model.segment_length must be >= 1 and model.memory_length >= 0, got "
@@ -192,6 +202,8 @@ class TransformerGrammar(SyntacticLM):
             config.d_ff,
             config.dropout,
             attention_dropout=config.attention_dropout,
+            ff_dropout=config.ff_dropout,
+            position_dropout=config.position_dropout if relative else 0.0,
             relative=relative,
             pre_ln=config.pre_ln,
             separate_compose=config.separate_compose,

@@ -12,7 +12,9 @@ With relative positions the score is Transformer-XL's (Dai et al. 2019; TG paper
 
     s_ij = (q_i + u)ᵀ k_j + (q_i + v)ᵀ r_{R_ij},    r_b = W_r p_b,
 
-with ``p_b`` a sinusoidal (or learned) vector of relative position ``b``. The position term is
+with ``p_b`` a sinusoidal (or learned) vector of relative position ``b`` (in training, dropped
+out at ``position_dropout`` for each sequence of the batch on its own, as the TG authors' code
+does before ``W_r``). The position term is
 computed once per bucket, ``[B, H, Q, n_buckets]``, and gathered at ``R_ij``: the ``Q × K × d``
 tensor of the naive form is never built.
 
@@ -98,7 +100,15 @@ class RelativePositions(nn.Module):
 class Attention(nn.Module):
     """Multi-head attention over ``[memory; x]`` (see the module docstring)."""
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, *, relative: bool = True):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        dropout: float = 0.0,
+        *,
+        position_dropout: float = 0.0,
+        relative: bool = True,
+    ):
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model {d_model} is not a multiple of n_heads {n_heads}")
@@ -107,6 +117,7 @@ class Attention(nn.Module):
         self.key_value = nn.Linear(d_model, 2 * d_model)
         self.out = nn.Linear(d_model, d_model)
         self.dropout = dropout
+        self.position_dropout = position_dropout
         if relative:
             self.position = nn.Linear(d_model, d_model, bias=False)  # W_r
             self.content_bias = nn.Parameter(torch.zeros(n_heads, self.d_head))  # u
@@ -143,9 +154,16 @@ class Attention(nn.Module):
         if self.position is not None:
             if relative is None or position_table is None:
                 raise ValueError("this attention has relative positions: give relative and position_table")
-            r = self.position(position_table.to(x.dtype)).view(-1, self.n_heads, self.d_head)
+            table = position_table.to(x.dtype)
+            if self.training and self.position_dropout:
+                table = F.dropout(table.expand(batch, *table.shape), self.position_dropout)
+            r = self.position(table).view(*table.shape[:-1], self.n_heads, self.d_head)
             # (q_i + v)ᵀ r_b for every bucket b, then gathered at b = R_ij: [B, H, Q, n_buckets].
-            per_bucket = torch.einsum("bhqd,nhd->bhqn", q + self.position_bias[:, None], r) * scale
+            query = q + self.position_bias[:, None]
+            if r.dim() == 3:
+                per_bucket = torch.einsum("bhqd,nhd->bhqn", query, r) * scale
+            else:  # a table per sequence
+                per_bucket = torch.einsum("bhqd,bnhd->bhqn", query, r) * scale
             bias = (per_bucket, relative)
             q = q + self.content_bias[:, None]
         # A row that may attend nowhere (padding) attends everywhere instead: no NaN, never used.

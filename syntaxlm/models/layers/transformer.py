@@ -10,6 +10,10 @@ segment boundary, as in Transformer-XL.
 
 Blocks are post-LN (TG, Transformer-XL) or pre-LN (GPT-2) with a GELU feed-forward layer; the
 option ``separate_compose`` gives COMPOSE rows their own attention weights (a TG ablation).
+Dropout: ``dropout`` on each sub-layer's output before the residual sum (everywhere),
+``attention_dropout`` on the attention probabilities, and two more places the TG authors' code
+drops with its one rate (GPT-2 has neither): ``ff_dropout`` on the feed-forward layer's hidden
+units after the activation, ``position_dropout`` on the relative position vectors (``Attention``).
 """
 
 from __future__ import annotations
@@ -118,19 +122,23 @@ class Block(nn.Module):
         dropout: float,
         *,
         attention_dropout: float = 0.0,
+        ff_dropout: float = 0.0,
+        position_dropout: float = 0.0,
         relative: bool = True,
         pre_ln: bool = False,
         separate_compose: bool = False,
     ):
         super().__init__()
         self.pre_ln = pre_ln
-        self.attention = Attention(d_model, n_heads, attention_dropout, relative=relative)
-        self.compose_attention = (
-            Attention(d_model, n_heads, attention_dropout, relative=relative) if separate_compose else None
-        )
+        attention = {"dropout": attention_dropout, "position_dropout": position_dropout, "relative": relative}
+        self.attention = Attention(d_model, n_heads, **attention)
+        self.compose_attention = Attention(d_model, n_heads, **attention) if separate_compose else None
         self.attention_norm = nn.LayerNorm(d_model)
         self.ff_norm = nn.LayerNorm(d_model)
-        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+        # The activation and its dropout sit in one parameterless module, so that the two linear
+        # layers keep their names (ff.0, ff.2) with or without the dropout.
+        activation = nn.Sequential(nn.GELU(), nn.Dropout(ff_dropout)) if ff_dropout else nn.GELU()
+        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), activation, nn.Linear(d_ff, d_model))
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor, mask: Tensor, *, compose: Tensor | None = None, **attention) -> Tensor:
@@ -189,8 +197,8 @@ class TransformerStack(nn.Module):
     """``n_layers`` blocks; returns the last hidden states and each layer's input (for memory)."""
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float, **block_options):
-        """``block_options``: ``Block``'s keyword options (attention_dropout, relative, pre_ln,
-        separate_compose), the same for every layer."""
+        """``block_options``: ``Block``'s keyword options (attention_dropout, ff_dropout,
+        position_dropout, relative, pre_ln, separate_compose), the same for every layer."""
         super().__init__()
         self.blocks = nn.ModuleList(
             Block(d_model, n_heads, d_ff, dropout, **block_options) for _ in range(n_layers)

@@ -245,6 +245,33 @@ def test_parse_kbest_and_samples_are_trees_of_the_words_with_exact_log_q(parser,
     assert all(v < 0 for v in gold_logq)
 
 
+def test_drawing_until_distinct_trees_continues_the_stream_of_the_plain_sample(parser, corpus):
+    """The first ``n`` draws are the plain sample (the importance sample); drawing goes on in rounds
+    of ``n`` until ``distinct`` different trees, each with its exact ``log q``; a one-word
+    sentence, whose trees are its few label chains, stops once they hold all of q."""
+    from syntaxlm.inference.importance import draw_proposals
+
+    _, trees, _ = corpus
+    words = [t.leaves() for t in trees[150:154]]
+    plain = parser.sample(words, 10, seed=3, batch_size=2)
+    drawn = parser.sample(words, 10, seed=3, batch_size=2, distinct=25)
+    for sentence, first, every in zip(words, plain, drawn):
+        assert every[:10] == first
+        different = {t.tree.to_bracket(): t.logprob for t in every}
+        assert len(different) == 25 and len({t.tree.to_bracket() for t in every[:-1]}) == 24
+        exact = parser.tree_logprobs([sentence] * len(different), [Tree.from_bracket(b) for b in different])
+        assert list(different.values()) == pytest.approx(exact, abs=1e-4)
+    proposals = draw_proposals(parser, words, 10, seed=3, batch_size=2)
+    for draw, first in zip(proposals, plain):
+        assert len(draw.trees) == 10 and len({t.to_bracket() for t in draw.trees}) == 10
+        assert [draw.trees[i] for i in draw.sample] == [t.tree for t in first]
+        assert draw.counts.sum() == 10 and draw.samples == 10
+    one_word = parser.sample([["hello"]], 5, seed=0, distinct=1000)[0]
+    chains = {t.tree.to_bracket(): t.logprob for t in one_word}
+    assert len(chains) < 1000 and len(one_word) < 100 * 1000
+    assert -np.expm1(np.logaddexp.reduce(list(chains.values()))) <= 1e-9
+
+
 def test_a_saved_parser_loads_with_its_labels_and_parses_from_the_command_line(parser, corpus, tmp_path):
     _, trees, _ = corpus
     parser.save_pretrained(tmp_path / "parser")
@@ -300,7 +327,7 @@ def test_importance_sampling_with_the_exact_posterior_gives_the_exact_marginal(t
     marginal = float(np.logaddexp.reduce(joint))
     posterior = joint - marginal
     drawn = np.random.default_rng(0).choice(len(candidates), size=40, p=np.exp(posterior))
-    draw = ProposalDraw(candidates, posterior, drawn)
+    draw = ProposalDraw(candidates, posterior, drawn, samples=len(drawn))
     scores = proposal_scores(tg, [words], [candidates])[0]
     scored = with_draws(scores, draw)
     assert scored.details["importance"]["logprob"] == pytest.approx(marginal, abs=1e-9)
@@ -390,6 +417,10 @@ def test_proposal_perplexity_from_the_command_line(tg, parser, corpus, tmp_path)
     record = read_result(out)["result"]
     assert record["marginalisation"]["method"] == "importance-sampling"
     assert record["samples_per_sentence"] == 10
+    # The bound sums over 10 different trees per sentence (sampled without replacement), at least
+    # as many as the importance sample's unique trees.
+    assert record["mean_proposal_trees"] == 10 and record["mean_unique_trees"] <= 10
+    assert record["mean_draws"] >= 10
     # All three from the model's own distribution: the sum over some trees is below the estimate
     # of the sum over all of them only by what the unique samples miss; both are finite numbers.
     for key in ("perplexity_per_word",):

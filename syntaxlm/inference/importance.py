@@ -12,9 +12,13 @@ whose expectation is slightly low for small ``N`` (Jensen), so the perplexity fr
 high. ``sentence_estimate`` computes it from the unique trees, their draw counts, ``log p(x, y)``
 and ``log q(y | x)``.
 
-The TG paper's number is a different one (§3.1): the *sum* ``Σ_{y ∈ Y'} p(x, y)`` over the set
-``Y'`` of unique samples, a lower bound on ``p(x)`` (``marginal.proposal_scores``, the ``proposals``
-method); both come from the same samples and are reported side by side, with the beam's marginal.
+The TG paper's number is a different one (§3.1): the *sum* ``Σ_{y ∈ Y'} p(x, y)`` over a set
+``Y'`` of ``N`` trees sampled *without* replacement, a lower bound on ``p(x)``
+(``marginal.proposal_scores``, the ``proposals`` method), whose trees are also the ones reranked
+(§3.2). Both come from one stream of the parser's draws (``draw_proposals``): its first ``N``
+draws, repeats kept, are the importance sample; drawing goes on until ``N`` different trees have
+appeared, and the trees in order of first appearance are the sample without replacement (it holds
+the importance sample's unique trees). They are reported side by side, with the beam's marginal.
 
 ``importance_perplexity`` gives the corpus perplexity of the estimates and its spread over
 sample draws, from independent groups of each sentence's draws (its docstring). The effective sample size of each sentence,
@@ -44,30 +48,36 @@ ESTIMATOR = (
 
 @dataclass(frozen=True)
 class ProposalDraw:
-    """A sentence's ``N`` samples of the parser: the unique trees in order of first draw, the
-    ``log q(y | x)`` of each, and which unique tree each draw was (``drawn``, in draw order)."""
+    """A sentence's draws of the parser (module docstring): the different trees in order of first
+    draw (the sample without replacement), the ``log q(y | x)`` of each, which of them each draw
+    was (``drawn``, in draw order), and how many of the first draws are the importance sample
+    (``samples``, repeats kept)."""
 
     trees: list[Tree]
     proposal_logprobs: np.ndarray
     drawn: np.ndarray
+    samples: int
 
     @property
-    def samples(self) -> int:
-        return len(self.drawn)
+    def sample(self) -> np.ndarray:
+        """The importance sample: the first ``samples`` draws (indices into ``trees``)."""
+        return self.drawn[: self.samples]
 
     @property
     def counts(self) -> np.ndarray:
-        """How often each unique tree was drawn."""
-        return np.bincount(self.drawn, minlength=len(self.trees))
+        """How often each tree was drawn in the importance sample (0 for trees drawn later)."""
+        return np.bincount(self.sample, minlength=len(self.trees))
 
 
 def draw_proposals(
     parser, sentences: Sequence[Sequence[str]], samples: int, *, seed: int = 0, batch_size: int = 32
 ) -> list[ProposalDraw]:
-    """``samples`` draws of ``parser`` for every sentence, grouped into unique trees (the same
-    sentence gets the same samples wherever it stands: ``SpanParser.sample``)."""
+    """For every sentence, ``samples`` draws of ``parser`` (the importance sample) and then more of
+    the same stream until ``samples`` different trees have been drawn (``SpanParser.sample`` with
+    ``distinct``: fewer only for a sentence whose trees the draws exhaust); the same sentence gets
+    the same draws wherever it stands."""
     draws = []
-    for parsed in parser.sample(sentences, samples, seed=seed, batch_size=batch_size):
+    for parsed in parser.sample(sentences, samples, seed=seed, batch_size=batch_size, distinct=samples):
         unique: dict[str, int] = {}
         trees, logprobs, drawn = [], [], []
         for draw in parsed:
@@ -77,15 +87,15 @@ def draw_proposals(
                 trees.append(draw.tree)
                 logprobs.append(draw.logprob)
             drawn.append(unique[key])
-        draws.append(ProposalDraw(trees, np.array(logprobs), np.array(drawn, dtype=np.int64)))
+        draws.append(ProposalDraw(trees, np.array(logprobs), np.array(drawn, dtype=np.int64), samples))
     return draws
 
 
 def log_weights(draw: ProposalDraw, joint_logprobs: Sequence[float]) -> np.ndarray:
-    """``log p(x, y) − log q(y | x)`` of each unique tree of ``draw``."""
+    """``log p(x, y) − log q(y | x)`` of each tree of ``draw``."""
     joint = np.asarray(joint_logprobs, dtype=np.float64)
     if joint.shape != draw.proposal_logprobs.shape:
-        raise InferenceError(f"{joint.size} joint log-probabilities for {len(draw.trees)} unique proposals")
+        raise InferenceError(f"{joint.size} joint log-probabilities for {len(draw.trees)} proposals")
     return joint - draw.proposal_logprobs
 
 
@@ -114,8 +124,10 @@ class ImportanceResult:
     samples: int
     standard_error: float  # of total_logprob, over sample draws (from the groups)
     group_perplexities: list[float]  # per word, of each group of samples alone
-    mean_unique: float
+    mean_unique: float  # different trees in the importance sample
     mean_effective_samples: float
+    mean_proposals: float  # trees of the proposal set (sampled without replacement)
+    mean_draws: float  # draws made to find them
     sentence_logprobs: list[float]
 
     @property
@@ -149,6 +161,8 @@ class ImportanceResult:
             "samples_per_sentence": self.samples,
             "mean_unique_trees": self.mean_unique,
             "mean_effective_samples": self.mean_effective_samples,
+            "mean_proposal_trees": self.mean_proposals,
+            "mean_draws": self.mean_draws,
             "estimator": ESTIMATOR,
             "sentence_logprobs_nats": self.sentence_logprobs,
         }
@@ -162,21 +176,25 @@ class ImportanceResult:
             f"{self.per_word:.2f} (±1.96 s.e. over draws: {low:.2f}-{high:.2f}; {len(self.group_perplexities)} "
             f"independent groups of {size} samples alone: {groups}), per token {self.per_token:.2f}; "
             f"{self.mean_unique:.1f} unique trees and {self.mean_effective_samples:.1f} effective samples per "
-            f"sentence on average; {self.n_sentences} sentences"
+            f"sentence on average; {self.n_sentences} sentences. Proposal set: {self.mean_proposals:.1f} "
+            f"different trees per sentence on average, from {self.mean_draws:.0f} draws"
         )
 
 
 def with_draws(scores: SentenceScores, draw: ProposalDraw) -> SentenceScores:
-    """``scores`` of a sentence over the unique trees of ``draw`` (``marginal.proposal_scores``),
-    with the draw and the sentence's estimate added to its ``details``: ``proposal_counts``,
-    ``proposal_logprobs`` (``log q``) and ``importance`` (``logprob``, ``effective_samples``)."""
+    """``scores`` of a sentence over the trees of ``draw`` (``marginal.proposal_scores``), with the
+    draw and the sentence's estimate added to its ``details``: ``proposal_draws`` (the importance
+    sample, as indices into the trees), ``proposal_logprobs`` (``log q``), ``proposal_set`` (its
+    trees and the draws made to find them) and ``importance`` (``logprob``,
+    ``effective_samples``)."""
     weights = log_weights(draw, scores.details["tree_logprobs"])
     scores.details.update(
-        proposal_draws=draw.drawn.tolist(),
+        proposal_draws=draw.sample.tolist(),
         proposal_logprobs=draw.proposal_logprobs.tolist(),
+        proposal_set={"trees": len(draw.trees), "draws": len(draw.drawn)},
         importance={
             "samples": draw.samples,
-            "unique": len(draw.trees),
+            "unique": int(np.count_nonzero(draw.counts)),
             "logprob": sentence_estimate(weights, draw.counts),
             "effective_samples": effective_samples(weights, draw.counts),
         },
@@ -222,5 +240,7 @@ def importance_perplexity(scores: Sequence[SentenceScores], *, groups: int = 5) 
         group_perplexities=[math.exp(-total / n_words) for total in group_totals] if groups > 1 else [],
         mean_unique=float(np.mean([e["unique"] for e in estimates])),
         mean_effective_samples=float(np.mean([e["effective_samples"] for e in estimates])),
+        mean_proposals=float(np.mean([score.details["proposal_set"]["trees"] for score in scores])),
+        mean_draws=float(np.mean([score.details["proposal_set"]["draws"] for score in scores])),
         sentence_logprobs=[e["logprob"] for e in estimates],
     )

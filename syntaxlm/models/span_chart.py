@@ -115,28 +115,48 @@ def sample_trees(
 ) -> list[list[tuple[list[Span], float]]]:
     """``n`` independent samples of ``q(y | x)`` per sentence, each with its exact ``log q(y | x)``
     (float64): per sentence, ``n`` pairs ``(spans, logprob)``, drawn with its own generator of
-    ``generators``. Top-down: the root is labelled; a node draws its label (labelled, or not, as
-    its role allows) and its split from the inside charts (one pass for the batch), all samples of
-    a sentence at once."""
+    ``generators`` (``TreeSampler``)."""
     if len(generators) != len(lengths):
         raise ValueError(f"{len(generators)} generators for {len(lengths)} sentences")
-    scores = scores.detach().double()
-    chart = inside(scores, lengths)
-    return [
-        _sample_sentence(scores[b].cpu().numpy(), chart, b, n_words, n, generator)
-        for b, (n_words, generator) in enumerate(zip(lengths.tolist(), generators))
-    ]
+    sampler = TreeSampler(scores, lengths)
+    return [sampler.draw(b, n, generator) for b, generator in enumerate(generators)]
+
+
+class TreeSampler:
+    """Exact samples of ``q(y | x)`` for the sentences of a batch, in as many rounds as asked: the
+    inside charts are computed once. Top-down: the root is labelled; a node draws its label
+    (labelled, or not, as its role allows) and its split from the inside charts, all samples of a
+    round at once. A sentence's draws depend on its generator's state only, so rounds of ``n``
+    then ``m`` draws continue one stream."""
+
+    def __init__(self, scores: Tensor, lengths: Tensor):
+        self.scores = scores.detach().double()
+        self.lengths = lengths.tolist()
+        self.chart = inside(self.scores, lengths)
+        self._numpy: dict[int, tuple] = {}
+
+    def draw(self, b: int, n: int, generator: np.random.Generator) -> list[tuple[list[Span], float]]:
+        """``n`` samples of sentence ``b``: pairs ``(spans, logprob)``."""
+        if b not in self._numpy:
+            n_words = self.lengths[b]
+            labelled = self.chart.labelled[b, : n_words + 1, : n_words + 1].cpu().numpy()
+            anything = self.chart.anything[b, : n_words + 1, : n_words + 1].cpu().numpy()
+            self._numpy[b] = (self.scores[b].cpu().numpy(), labelled, anything, float(self.chart.log_z[b]))
+        return _sample_sentence(*self._numpy[b], self.lengths[b], n, generator)
 
 
 def _sample_sentence(
-    scores: np.ndarray, chart: Chart, b: int, n_words: int, n: int, generator: np.random.Generator
+    scores: np.ndarray,
+    labelled: np.ndarray,
+    anything: np.ndarray,
+    log_z: float,
+    n_words: int,
+    n: int,
+    generator: np.random.Generator,
 ) -> list[tuple[list[Span], float]]:
-    labelled = chart.labelled[b, : n_words + 1, : n_words + 1].cpu().numpy()
-    anything = chart.anything[b, : n_words + 1, : n_words + 1].cpu().numpy()
     left = labelled.copy()
     ones = np.arange(n_words)
     left[ones, ones + 1] = anything[ones, ones + 1]
-    log_z = float(chart.log_z[b])
     spans: list[list[Span]] = [[] for _ in range(n)]
     logprob = np.full(n, -log_z)
     sample = np.arange(n)

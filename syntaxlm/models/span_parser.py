@@ -42,12 +42,17 @@ from syntaxlm.data.batching import Batch, RowCorpus, pad_rows
 from syntaxlm.errors import TreeError
 from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, TrainedModel
 from syntaxlm.models.scoring import checked_sentences, evaluating, length_batches, word_pieces
-from syntaxlm.models.span_chart import inside, kbest_trees, sample_trees, tree_scores
+from syntaxlm.models.span_chart import TreeSampler, inside, kbest_trees, tree_scores
 from syntaxlm.structure.spans import Span, SpanLabels, binary_spans, tree_from_spans
 from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID, load_vocabulary
 from syntaxlm.trees.tree import Tree
 
 LABELS = "labels"  # the name of the chain-label vocabulary beside the model
+# Drawing until ``distinct`` different trees (``SpanParser.sample``) stops after this many draws per
+# tree asked for, or once the trees drawn hold all but ``UNCOVERED`` of q's mass (a new tree would
+# then take about 1 / UNCOVERED draws).
+MAX_DRAWS_PER_TREE = 100
+UNCOVERED = 1e-9
 
 
 @dataclass
@@ -257,29 +262,58 @@ class SpanParser(TrainedModel):
         return out
 
     def sample(
-        self, sentences: Sequence[Sequence[str]], n: int, *, seed: int = 0, batch_size: int = 32
+        self,
+        sentences: Sequence[Sequence[str]],
+        n: int,
+        *,
+        seed: int = 0,
+        batch_size: int = 32,
+        distinct: int = 0,
     ) -> list[list[ParsedTree]]:
         """``n`` independent exact samples of ``q(y | x)`` per sentence (repeats kept), each with
         ``log q(y | x)``. Each sentence draws from its own stream, seeded by ``seed`` and its words,
         so the same sentence gets the same samples wherever it stands and however the sentences
-        are batched."""
+        are batched.
+
+        ``distinct``: after the ``n`` draws, go on drawing from the same stream, ``n`` at a time,
+        until ``distinct`` different trees have been drawn; every draw up to the one that brings the
+        last of them is returned, in order (at least ``n``: the first ``n`` are the sample with
+        replacement). The trees in order of first appearance are a
+        sample *without* replacement (each next one drawn with probability ``q`` renormalised over
+        the trees not yet drawn), the TG paper's proposal set (§3.1). It stops short of
+        ``distinct`` only after ``MAX_DRAWS_PER_TREE × distinct`` draws, or when the trees drawn
+        hold all but ``UNCOVERED`` of ``q`` (a short sentence can have fewer trees)."""
         if n < 1:
             raise ValueError(f"the number of samples must be at least 1, got {n}")
         sentences = checked_sentences(sentences, batch_size)
         out: list[list[ParsedTree]] = [[] for _ in sentences]
         with evaluating(self):
             for chosen, scores, lengths in self._scored_batches(sentences, batch_size):
-                streams = [
-                    np.random.default_rng([seed, zlib.crc32(" ".join(sentences[i]).encode())]) for i in chosen
-                ]
-                for i, drawn in zip(chosen, sample_trees(scores, lengths, n, streams), strict=True):
-                    built: dict[tuple[Span, ...], Tree] = {}  # a tree drawn again is built once
-                    for spans, logprob in drawn:
-                        key = tuple(spans)  # the sampler lists a tree's nodes in one order
-                        if key not in built:
-                            built[key] = self._tree(sentences[i], spans)
-                        out[i].append(ParsedTree(built[key], logprob))
+                sampler = TreeSampler(scores, lengths)
+                for b, i in enumerate(chosen):
+                    stream = np.random.default_rng([seed, zlib.crc32(" ".join(sentences[i]).encode())])
+                    out[i] = self._draws(sentences[i], sampler, b, stream, n, distinct)
         return out
+
+    def _draws(self, words, sampler: TreeSampler, b: int, stream, n: int, distinct: int) -> list[ParsedTree]:
+        """Sentence ``b``'s draws (``sample``): ``n``, then rounds of ``n`` more until the draw that
+        brings the ``distinct``-th different tree, which is the last one kept."""
+        built: dict[frozenset[Span], ParsedTree] = {}  # a tree drawn again is built once
+        draws: list[ParsedTree] = []
+        limit = max(n, MAX_DRAWS_PER_TREE * distinct)
+        while True:
+            for spans, logprob in sampler.draw(b, n, stream):
+                key = frozenset(spans)
+                if key not in built:
+                    if len(built) == distinct and len(draws) >= n:
+                        return draws
+                    built[key] = ParsedTree(self._tree(words, spans), logprob)
+                draws.append(built[key])
+            if len(built) >= distinct or len(draws) + n > limit:
+                return draws
+            covered = np.logaddexp.reduce([tree.logprob for tree in built.values()])
+            if -np.expm1(covered) <= UNCOVERED:
+                return draws
 
     def tree_logprobs(
         self, sentences: Sequence[Sequence[str]], trees: Sequence[Tree], *, batch_size: int = 32

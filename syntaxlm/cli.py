@@ -1287,8 +1287,9 @@ def parse_command(
         int | None,
         typer.Option(
             min=1,
-            help="With --parser: samples to rerank (default 300). With a parser as MODEL: write this many "
-            "samples per sentence as INDEX<TAB>TREE lines (the --proposals format).",
+            help="With --parser: trees to rerank (default 300). With a parser as MODEL: write this many "
+            "different trees per sentence, sampled without replacement (the TG paper's proposals), as "
+            "INDEX<TAB>TREE lines (the --proposals format).",
         ),
     ] = None,
     kbest: Annotated[
@@ -1351,18 +1352,19 @@ def parse_command(
 def _parser_trees(parser, words: list[list[str]], kbest: int | None, samples: int | None, seed: int,
                   batch_size: int, out: Path | None) -> None:  # fmt: skip
     """``parse`` with a proposal parser as the model: its best tree per sentence, or its ``kbest``
-    trees or ``samples`` samples as INDEX<TAB>TREE lines."""
+    trees or ``samples`` different sampled trees (``draw_proposals``) as INDEX<TAB>TREE lines."""
+    from syntaxlm.inference.importance import draw_proposals
+
     if kbest is not None and samples is not None:
         raise typer.BadParameter("give --kbest or --samples, not both", param_hint="--kbest")
     if kbest is None and samples is None:
         lines = [best[0].tree.to_bracket() for best in parser.parse(words, batch_size=batch_size)]
-    else:
-        found = (
-            parser.parse(words, k=kbest, batch_size=batch_size)
-            if kbest is not None
-            else parser.sample(words, samples, seed=seed, batch_size=batch_size)
-        )
+    elif kbest is not None:
+        found = parser.parse(words, k=kbest, batch_size=batch_size)
         lines = [f"{i}\t{tree.tree.to_bracket()}" for i, trees in enumerate(found) for tree in trees]
+    else:
+        drawn = draw_proposals(parser, words, samples, seed=seed, batch_size=batch_size)
+        lines = [f"{i}\t{tree.to_bracket()}" for i, draw in enumerate(drawn) for tree in draw.trees]
     _write_lines(lines, out)
 
 
@@ -1902,6 +1904,19 @@ def _numbers(text: str | None, option: str) -> tuple[int, ...] | None:
         raise typer.BadParameter(f"{text!r}: expected comma-separated integers", param_hint=option) from None
 
 
+def _sweep(text: str | None) -> tuple[str, tuple[str, ...]] | None:
+    """``"model.n_layers=3,4,6"`` as ``("model.n_layers", ("3", "4", "6"))``."""
+    if text is None:
+        return None
+    key, equals, values = text.partition("=")
+    parts = tuple(part.strip() for part in values.split(","))
+    if not equals or not key.strip() or not all(parts):
+        raise typer.BadParameter(
+            f"{text!r}: expected KEY=VALUE,VALUE,..., e.g. model.n_layers=3,4,6", param_hint="--sweep"
+        )
+    return key.strip(), parts
+
+
 def _default_option(help_text: str):
     """An option left out takes ``CurveSettings``'s default (``None`` here: not given)."""
     return typer.Option(help=help_text, show_default=False)
@@ -1927,6 +1942,14 @@ def experiment_curve(
         list[str] | None,
         typer.Option("--set", help="Override a key of every recipe: --set model.n_layers=1 (repeatable)."),
     ] = None,
+    sweep: Annotated[
+        str | None,
+        typer.Option(
+            help="Measure against a recipe key's values instead of sizes, at one --sizes value: "
+            "--sweep model.n_layers=3,4,6.",
+            show_default=False,
+        ),
+    ] = None,
     action_beam: Annotated[int | None, _default_option("Beam search: action beam.")] = None,
     word_beam: Annotated[int | None, _default_option("Beam search: word beam.")] = None,
     fast_track: Annotated[int | None, _default_option("Beam search: fast-track states per round.")] = None,
@@ -1943,9 +1966,10 @@ def experiment_curve(
         ),
     ] = None,
 ) -> None:
-    """SyntaxGym accuracy per phenomenon against training size, for several models and seeds
-    (curve.md, curve.png, curve.json). Options left out take the defaults of ``CurveSettings``
-    (docs/learning-curve.md). Run it again to continue where it stopped."""
+    """SyntaxGym accuracy per phenomenon against training size, or against a recipe key's values
+    (--sweep), for several models and seeds (curve.md, curve.png, curve.json). Options left out
+    take the defaults of ``CurveSettings`` (docs/learning-curve.md). Run it again to continue
+    where it stopped."""
     from dataclasses import replace
 
     from syntaxlm.curve import CurveSettings, run_curve
@@ -1962,6 +1986,7 @@ def experiment_curve(
         "min_steps": min_steps,
         "batch_size": batch_size,
         "overrides": tuple(set_) if set_ else None,
+        "sweep": _sweep(sweep),
     }
     beam = {"action_beam": action_beam, "word_beam": word_beam, "fast_track": fast_track}
     beam = {key: value for key, value in beam.items() if value is not None}

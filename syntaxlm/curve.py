@@ -1,5 +1,11 @@
 """A learning curve (``syntaxlm experiment curve``): SyntaxGym accuracy per phenomenon against the
-number of training sentences, for several models, each trained with several seeds.
+number of training sentences, for several models, each trained with several seeds; or, with a
+sweep (``CurveSettings.sweep``, ``--sweep model.n_layers=3,4,6``), against the values of one recipe
+key at one training size.
+
+Points. The curve's axis is the training size, or the swept key: each point is a size, or a value
+of the key set in every model's recipe (at the one size), and every point is measured alike (same
+data, seeds, phenomena, intervals and comparisons).
 
 Data. One synthetic treebank is generated once, for the largest training size plus a dev and a
 test split, and its SyntaxGym-format suites once with it (``OUT/data/``). The training file of a
@@ -17,23 +23,27 @@ only a cap set well above it (``CurveSettings.max_steps``). The model is validat
 and the last model is the one evaluated.
 
 Intervals. A phenomenon pools the items of its suites (an item is a suite's item number, scored by
-its prediction 0, the published accuracy). A cell (model, size, phenomenon) is the mean outcome over
-its seeds and items, with a 95% interval from a two-level bootstrap over items and seeds
-(``syntaxlm.eval.intervals.bootstrap_mean``). A structured model is compared with TXL (terminals) at
-the same size by the interval of the paired difference (``bootstrap_difference``): "ahead" or
-"behind" when the interval excludes 0, "no difference" when it contains 0.
+its prediction 0, the published accuracy). A cell (model, point, phenomenon) is the mean outcome
+over its seeds and items, with a 95% interval from a two-level bootstrap over items and seeds
+(``syntaxlm.eval.intervals.bootstrap_mean``). A structured model is compared at the same point with
+the words-only baseline of its paper and with the structured model its paper contrasts it with
+(``ModelCard.baseline`` and ``ModelCard.contrast``: TG with TXL (terminals) and with TXL (trees),
+PLM-mask with LM and with PLM), when those are in the curve, by the interval of the paired
+difference (``bootstrap_difference``): "ahead" or "behind" when the interval excludes 0, "no
+difference" when it contains 0.
 
-Files. ``OUT/runs/MODEL/size-N/seed-S/`` holds one run (``train_or_resume``; its ``last/`` model,
-``results/sg/SUITE.json`` and ``timing.json``). A run whose results exist is not run again, so an
-interrupted curve continues where it stopped. ``OUT/curve.json`` (a result file) holds the settings,
-every cell, the comparisons and each run's steps and wall time; ``OUT/curve.md`` and
-``OUT/curve.png`` are made from it alone.
+Files. ``OUT/runs/MODEL/size-N/seed-S/`` (a sweep: ``OUT/runs/MODEL/KEY-VALUE/seed-S/``) holds one
+run (``train_or_resume``; its ``last/`` model, ``results/sg/SUITE.json`` and ``timing.json``). A
+run whose results exist is not run again, so an interrupted curve continues where it stopped.
+``OUT/curve.json`` (a result file) holds the settings, every cell, the comparisons and each run's
+steps and wall time; ``OUT/curve.md`` and ``OUT/curve.png`` are made from it alone.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -55,11 +65,13 @@ from syntaxlm.inference.beam import BeamSettings
 from syntaxlm.models import MODEL_CARDS, ConfigError
 from syntaxlm.results import read_result, result_record, write_result
 
-BASELINE = "txl-terminals"  # the curve's reference: every model is compared with it at each size
 PHENOMENA = SYNTHETIC_PHENOMENA
 CHECKPOINT_EVERY = 100  # steps; an interrupted run resumes from its last checkpoint
 DATA_FILE = "curve-data.json"  # OUT/data/: the settings the data was made with
 TIMING_FILE = "timing.json"
+# Recipe keys a sweep may not set: the curve sets them itself (the budget, the seed, the data).
+CURVE_KEYS = ("data.", "train.batch_size", "train.epochs", "train.max_steps", "train.seed")
+SWEEP_VALUE = re.compile(r"[A-Za-z0-9_.+-]+")  # a value names run folders
 
 
 @dataclass(frozen=True)
@@ -71,6 +83,10 @@ class CurveSettings:
       (``data_seed``);
     - ``models``: tiny recipes (``configs/MODEL-tiny.yaml``), ``overrides`` (``KEY=VALUE``, e.g.
       ``model.n_layers=1``) applied to every one;
+    - ``sweep``: ``(KEY, (VALUE, ...))``, a recipe key and its values (as YAML text, e.g.
+      ``("model.n_layers", ("3", "4", "6"))``): the points of the curve are the values, each set
+      in every model's recipe, at the one training size ``sizes`` then holds; ``None``: the points
+      are the sizes;
     - ``dev_sentences``, ``test_sentences``: the shared dev split (validation, once at the end of a
       run) and test split (perplexity, when ``perplexity``);
     - ``items_per_suite``: items of each SyntaxGym suite; ``lexicon_size``: caps the synthetic
@@ -95,6 +111,7 @@ class CurveSettings:
     min_steps: int = 1000
     batch_size: int = 32
     overrides: tuple[str, ...] = ()
+    sweep: tuple[str, tuple[str, ...]] | None = None
     beam: BeamSettings = field(default_factory=lambda: BeamSettings(10, 3, 1))
     perplexity: bool = False
     level: float = 0.95
@@ -121,6 +138,43 @@ class CurveSettings:
             raise ConfigError(f"curve: models must be distinct names, got {self.models}")
         if self.lexicon_size is not None and self.lexicon_size < 1:
             raise ConfigError(f"curve: lexicon_size must be at least 1 or None, got {self.lexicon_size}")
+        if self.sweep is not None:
+            self._check_sweep()
+
+    def _check_sweep(self) -> None:
+        key, values = self.sweep
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+", key):
+            raise ConfigError(f"curve: sweep key {key!r} is not a recipe key such as model.n_layers")
+        if key.startswith(CURVE_KEYS):
+            raise ConfigError(
+                f"curve: sweep key {key} is set by the curve itself (its data, budget and seeds); "
+                "sweep a model or optimiser key, e.g. model.n_layers or train.lr"
+            )
+        if not values or len(set(values)) != len(values):
+            raise ConfigError(f"curve: sweep {key} needs distinct values, got {list(values)}")
+        for value in values:
+            if not SWEEP_VALUE.fullmatch(value):
+                raise ConfigError(
+                    f"curve: sweep value {value!r} of {key}: expected a number, word or boolean "
+                    "(letters, digits, '.', '_', '+', '-'; it names the runs' folders)"
+                )
+        if len(self.sizes) != 1:
+            raise ConfigError(
+                f"curve: a sweep measures one training size, got sizes {list(self.sizes)}; give one --sizes value"
+            )
+
+    @property
+    def points(self) -> tuple:
+        """The curve's points in order: the sizes (ascending), or the swept values as given."""
+        return self.sweep[1] if self.sweep is not None else tuple(sorted(self.sizes))
+
+    def size_of(self, point) -> int:
+        """Training sentences of a point."""
+        return self.sizes[0] if self.sweep is not None else point
+
+    def point_overrides(self, point) -> tuple[str, ...]:
+        """The recipe overrides of a point: ``overrides``, then the swept key's value."""
+        return self.overrides + ((f"{self.sweep[0]}={point}",) if self.sweep is not None else ())
 
     def epochs(self, size: int) -> int:
         """Passes over ``size`` training sentences: at least ``min_epochs``, and enough for about
@@ -145,6 +199,7 @@ class CurveSettings:
 
     def to_json(self) -> dict[str, Any]:
         values = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        values["sweep"] = None if self.sweep is None else {"key": self.sweep[0], "values": list(self.sweep[1])}
         return values | {"epochs_rule": "max(min_epochs, ceil(min_steps * batch_size / size))"}
 
 
@@ -153,8 +208,10 @@ def label(model: str) -> str:
     return MODEL_CARDS[model].label if model in MODEL_CARDS else model
 
 
-def run_folder(out: Path, model: str, size: int, seed: int) -> Path:
-    return out / "runs" / model / f"size-{size}" / f"seed-{seed}"
+def run_folder(out: Path, model: str, point, seed: int, settings: CurveSettings) -> Path:
+    """``OUT/runs/MODEL/size-N/seed-S``, or for a sweep ``OUT/runs/MODEL/KEY-VALUE/seed-S``."""
+    where = f"size-{point}" if settings.sweep is None else f"{settings.sweep[0]}-{point}"
+    return out / "runs" / model / where / f"seed-{seed}"
 
 
 # --- data -----------------------------------------------------------------------------------------
@@ -212,9 +269,10 @@ def prepare_curve_data(out: Path, settings: CurveSettings) -> dict[str, Any]:
 # --- runs -----------------------------------------------------------------------------------------
 
 
-def run_config(model: str, size: int, seed: int, data: Mapping[str, Any], settings: CurveSettings):
-    """The ``RunConfig`` of one run: ``configs/MODEL-tiny.yaml`` on ``size`` training sentences,
-    trained for ``settings.epochs(size)`` passes."""
+def run_config(model: str, point, seed: int, data: Mapping[str, Any], settings: CurveSettings):
+    """The ``RunConfig`` of one run: ``configs/MODEL-tiny.yaml`` with the point's overrides, on
+    the point's training sentences, trained for ``settings.epochs(size)`` passes."""
+    size = settings.size_of(point)
     cap = settings.max_steps(size)
     train = {
         "batch_size": settings.batch_size,
@@ -226,7 +284,22 @@ def run_config(model: str, size: int, seed: int, data: Mapping[str, Any], settin
         "log_every": max(1, cap // 4 // 40),  # about 40 points on the training-loss curve
     }
     splits = {"train": data["train"][size], "dev": data["dev"], "test": data["test"]}
-    return recipe_on_splits(f"{model}-tiny", splits, train=train, overrides=settings.overrides, seed=seed)
+    return recipe_on_splits(
+        f"{model}-tiny", splits, train=train, overrides=settings.point_overrides(point), seed=seed
+    )
+
+
+def check_recipes(settings: CurveSettings) -> None:
+    """Build every model's recipe at every point before anything is trained, so that a misspelt
+    model, key or value fails now, not after hours of training (one ``ConfigError``)."""
+    for model in settings.models:
+        for point in settings.points:
+            try:
+                recipe_on_splits(f"{model}-tiny", {}, train={}, overrides=settings.point_overrides(point))
+            except ConfigError as error:
+                if settings.sweep is None:
+                    raise
+                raise ConfigError(f"sweep {settings.sweep[0]}={point} for {model}: {error}") from None
 
 
 def is_evaluated(run: Path, suites: Sequence[Path], settings: CurveSettings) -> bool:
@@ -257,6 +330,15 @@ def _run_weight(model: str, size: int, settings: CurveSettings) -> float:
     return train + EVAL_WEIGHT.get(model, WORDS_ONLY_EVAL_WEIGHT) * settings.items_per_suite / 20
 
 
+def point_name(point, settings: CurveSettings | Mapping[str, Any]) -> str:
+    """A point as the report and the progress line write it: ``size 4,000`` or ``model.n_layers=6``."""
+    sweep = settings.sweep if isinstance(settings, CurveSettings) else settings.get("sweep")
+    if sweep is None:
+        return f"size {point:,}"
+    key = sweep[0] if isinstance(sweep, tuple) else sweep["key"]
+    return f"{key}={point}"
+
+
 def run_curve(
     out: str | Path,
     settings: CurveSettings = CurveSettings(),
@@ -264,43 +346,45 @@ def run_curve(
     workers: int | None = None,
     echo: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Train and evaluate every (model, size, seed) run not yet evaluated, then write
+    """Train and evaluate every (model, point, seed) run not yet evaluated, then write
     ``curve.json``, ``curve.md`` and ``curve.png`` into ``out``; returns ``curve.json``'s result.
     ``workers``: runs trained and evaluated side by side, each in its own process (default
     ``cpu_workers()``: one per CPU thread, 1 on a GPU)."""
     out = Path(out)
-    for model in settings.models:  # a misspelt model fails now, not after hours of training
-        recipe_on_splits(f"{model}-tiny", {}, train={}, overrides=settings.overrides)
+    check_recipes(settings)
     echo(f"data: {out / 'data'}")
     data = prepare_curve_data(out, settings)
     eval_settings = EvalSettings(
         beam=settings.beam, test_sentences=settings.test_sentences, batch_size=settings.batch_size
     )
-    todo, total = [], len(settings.seeds) * len(settings.sizes) * len(settings.models)
+    todo, total = [], len(settings.seeds) * len(settings.points) * len(settings.models)
     for seed in settings.seeds:
-        for size in sorted(settings.sizes):
+        for point in settings.points:
             for model in settings.models:
-                run = run_folder(out, model, size, seed)
+                run = run_folder(out, model, point, seed, settings)
                 if not is_evaluated(run, data["suites"], settings):
-                    todo.append((model, size, seed))
+                    todo.append((model, point, seed))
                 else:  # kept, once checked to be a run of these settings (else ConfigError)
-                    train_or_resume(run_config(model, size, seed, data, settings), run, progress=False)
+                    train_or_resume(run_config(model, point, seed, data, settings), run, progress=False)
     if len(todo) < total:
         echo(f"{total - len(todo)} of {total} runs already evaluated; they are kept")
     weights = [
-        (f"train and evaluate {model} size {size} seed {seed}", _run_weight(model, size, settings))
-        for model, size, seed in todo
+        (
+            f"train and evaluate {model} {point_name(point, settings)} seed {seed}",
+            _run_weight(model, settings.size_of(point), settings),
+        )
+        for model, point, seed in todo
     ]
     jobs = [
         partial(
             train_and_evaluate_run,
-            run_config(model, size, seed, data, settings),
-            run_folder(out, model, size, seed),
+            run_config(model, point, seed, data, settings),
+            run_folder(out, model, point, seed, settings),
             test=data["test"] if settings.perplexity else None,
             suites=data["suites"],
             settings=eval_settings,
         )
-        for model, size, seed in todo
+        for model, point, seed in todo
     ]
     Stages(weights, echo=echo).run_independent(
         range(len(jobs)), jobs, workers=cpu_workers() if workers is None else workers
@@ -368,35 +452,39 @@ def outcome_tables(runs: Sequence[Path]) -> dict[str, tuple[list[tuple[str, int]
 
 
 def aggregate_curve(out: str | Path, settings: CurveSettings) -> dict[str, Any]:
-    """Every cell (model, size, phenomenon) of the evaluated runs under ``out/runs`` with its
-    interval, the comparisons with TXL (terminals), and each run's steps and wall time; written
-    to ``out/curve.json`` (a result file) and returned."""
-    from syntaxlm.eval.intervals import bootstrap_difference, bootstrap_mean, verdict
+    """Every cell (model, point, phenomenon) of the evaluated runs under ``out/runs`` with its
+    interval, the comparisons (``comparisons``), and each run's steps and wall time; written to
+    ``out/curve.json`` (a result file) and returned."""
+    from syntaxlm.eval.intervals import bootstrap_mean
 
     out = Path(out)
     bootstrap = {"level": settings.level, "resamples": settings.resamples}
     suites = sorted((out / "data" / "suites").glob("*.json"))
     cells, runs, tables = [], [], {}
     for model in settings.models:
-        for size in sorted(settings.sizes):
+        for point in settings.points:
             # Only runs with every suite's result: one being evaluated has some of them.
             done = [
                 seed
                 for seed in settings.seeds
-                if (run_folder(out, model, size, seed) / "results" / "sg").is_dir()
-                and is_evaluated(run_folder(out, model, size, seed), suites, settings)
+                if (run_folder(out, model, point, seed, settings) / "results" / "sg").is_dir()
+                and is_evaluated(run_folder(out, model, point, seed, settings), suites, settings)
             ]
             if not done:
                 continue
-            folders = [run_folder(out, model, size, seed) for seed in done]
+            folders = [run_folder(out, model, point, seed, settings) for seed in done]
+            size = settings.size_of(point)
             for seed, run in zip(done, folders, strict=True):
-                runs.append({"model": model, "size": size, "seed": seed, **_run_facts(run)})
+                runs.append(
+                    {"model": model, "point": point, "size": size, "seed": seed, **_run_facts(run)}
+                )
             for phenomenon, (keys, table) in outcome_tables(folders).items():
-                tables[model, size, phenomenon] = table
+                tables[model, point, phenomenon] = table
                 interval = bootstrap_mean(table, **bootstrap)
                 cells.append(
                     {
                         "model": model,
+                        "point": point,
                         "size": size,
                         "phenomenon": phenomenon,
                         **interval.to_json(),
@@ -406,30 +494,15 @@ def aggregate_curve(out: str | Path, settings: CurveSettings) -> dict[str, Any]:
                     }
                 )
     # Chance depends on the suites only, which every run shares: read it from the first run listed.
-    first = run_folder(out, runs[0]["model"], runs[0]["size"], runs[0]["seed"]) if runs else None
+    first = run_folder(out, runs[0]["model"], runs[0]["point"], runs[0]["seed"], settings) if runs else None
     chance = phenomenon_chance(first / "results") if first else {}
-    comparisons = []
-    for (model, size, phenomenon), table in tables.items():
-        base = tables.get((BASELINE, size, phenomenon))
-        if model == BASELINE or base is None:
-            continue
-        difference = bootstrap_difference(table, base, **bootstrap)
-        comparisons.append(
-            {
-                "model": model,
-                "baseline": BASELINE,
-                "size": size,
-                "phenomenon": phenomenon,
-                "difference": difference.to_json(),
-                "verdict": verdict(difference),
-            }
-        )
     result = {
         "settings": settings.to_json(),
+        "axis": settings.sweep[0] if settings.sweep is not None else "training sentences",
         "phenomena": {name: f"{prefix}*" for name, prefix in PHENOMENA.items()},
         "chance": chance,
         "cells": cells,
-        "comparisons": comparisons,
+        "comparisons": comparisons(tables, settings),
         "runs": runs,
     }
     data = out / "data"
@@ -437,6 +510,39 @@ def aggregate_curve(out: str | Path, settings: CurveSettings) -> dict[str, Any]:
     record = result_record("learning_curve", result, inputs=inputs, options=bootstrap)
     write_result(out / "curve.json", record)
     return result
+
+
+def comparisons(
+    tables: Mapping[tuple[str, Any, str], list[list[float]]], settings: CurveSettings
+) -> list[dict[str, Any]]:
+    """Each model against its paper's words-only baseline and the structured model its paper
+    contrasts it with (``ModelCard.baseline``, ``ModelCard.contrast``), where those were measured
+    at the same point and phenomenon: the paired bootstrap difference and its verdict."""
+    from syntaxlm.eval.intervals import bootstrap_difference, verdict
+
+    found = []
+    for (model, point, phenomenon), table in tables.items():
+        card = MODEL_CARDS.get(model)
+        references = {"baseline": card and card.baseline, "contrast": card and card.contrast}
+        for relation, reference in references.items():
+            base = tables.get((reference, point, phenomenon))
+            if base is None:
+                continue
+            difference = bootstrap_difference(
+                table, base, level=settings.level, resamples=settings.resamples
+            )
+            found.append(
+                {
+                    "model": model,
+                    "reference": reference,
+                    "relation": relation,
+                    "point": point,
+                    "phenomenon": phenomenon,
+                    "difference": difference.to_json(),
+                    "verdict": verdict(difference),
+                }
+            )
+    return found
 
 
 def _run_facts(run: Path) -> dict[str, Any]:
@@ -464,70 +570,95 @@ def write_curve_report(out: str | Path) -> tuple[Path, Path]:
     out = Path(out)
     curve = read_result(out / "curve.json")["result"]
     settings = curve["settings"]
-    sizes = sorted({cell["size"] for cell in curve["cells"]})
+    sweep = settings.get("sweep")
+    points = sweep["values"] if sweep else sorted(settings["sizes"])
+    points = [p for p in points if any(cell["point"] == p for cell in curve["cells"])]
     models = [m for m in settings["models"] if any(cell["model"] == m for cell in curve["cells"])]
-    cell = {(c["model"], c["size"], c["phenomenon"]): c for c in curve["cells"]}
+    cell = {(c["model"], c["point"], c["phenomenon"]): c for c in curve["cells"]}
     percent = round(100 * settings["level"])
-    lines = [
-        "# Learning curve: SyntaxGym accuracy against training size",
-        "",
-        (
-            f"Models: {', '.join(label(m) for m in settings['models'])} (their tiny recipes"
-            f"{', with ' + ', '.join(settings['overrides']) if settings['overrides'] else ''}); "
-            f"training sentences {', '.join(f'{s:,}' for s in settings['sizes'])} (nested prefixes of one "
-            f"synthetic training split, data seed {settings['data_seed']}); training seeds "
-            f"{', '.join(map(str, settings['seeds']))}; {settings['items_per_suite']} items per suite."
-        ),
-        (
-            f"Each run makes max({settings['min_epochs']}, ceil({settings['min_steps']} x "
-            f"{settings['batch_size']} / size)) passes over its sentences, {settings['batch_size']} per step."
-        ),
+    overrides = f", with {', '.join(settings['overrides'])}" if settings["overrides"] else ""
+    if sweep:
+        size = settings["sizes"][0]
+        epochs = max(settings["min_epochs"], math.ceil(settings["min_steps"] * settings["batch_size"] / size))
+        lines = [
+            f"# Sweep: SyntaxGym accuracy against {sweep['key']}",
+            "",
+            (
+                f"Models: {', '.join(label(m) for m in settings['models'])} (their tiny recipes{overrides}), "
+                f"each with {sweep['key']} set to {', '.join(sweep['values'])}; {size:,} training sentences "
+                f"(synthetic, data seed {settings['data_seed']}), {epochs} passes over them, "
+                f"{settings['batch_size']} per step; training seeds {', '.join(map(str, settings['seeds']))}; "
+                f"{settings['items_per_suite']} items per suite."
+            ),
+        ]
+    else:
+        lines = [
+            "# Learning curve: SyntaxGym accuracy against training size",
+            "",
+            (
+                f"Models: {', '.join(label(m) for m in settings['models'])} (their tiny recipes{overrides}); "
+                f"training sentences {', '.join(f'{s:,}' for s in settings['sizes'])} (nested prefixes of one "
+                f"synthetic training split, data seed {settings['data_seed']}); training seeds "
+                f"{', '.join(map(str, settings['seeds']))}; {settings['items_per_suite']} items per suite."
+            ),
+            (
+                f"Each run makes max({settings['min_epochs']}, ceil({settings['min_steps']} x "
+                f"{settings['batch_size']} / size)) passes over its sentences, {settings['batch_size']} per step."
+            ),
+        ]
+    lines += [
         "",
         (
             f"Each cell: mean accuracy (prediction 0) over the phenomenon's items and the seeds, with its "
             f"{percent}% interval from a bootstrap over items and seeds. Chance (a model that cannot tell "
             "the conditions apart): "
             + ", ".join(f"{name} {level:.2f}" for name, level in curve.get("chance", {}).items())
-            + "."
+            + ". Each model is compared at the same point with its paper's words-only baseline and with "
+            "the structured model its paper contrasts it with, where both were run: ahead or behind when "
+            f"the {percent}% interval of the paired difference excludes 0."
         ),
         "",
     ]
-    planned = len(settings["models"]) * len(settings["sizes"]) * len(settings["seeds"])
+    planned = len(settings["models"]) * len(points or settings["sizes"]) * len(settings["seeds"])
     if len(curve["runs"]) < planned:
         have = {}
         for run in curve["runs"]:
-            have.setdefault((run["model"], run["size"]), []).append(run["seed"])
+            have.setdefault((run["model"], run["point"]), []).append(run["seed"])
+        order = {p: i for i, p in enumerate(points)}
         lines += [
             f"**Incomplete:** {len(curve['runs'])} of {planned} runs evaluated (run the command again to "
             "continue); each cell averages the seeds it has: "
             + "; ".join(
-                f"{label(m)} {s:,}: {', '.join(map(str, have[m, s]))}"
-                for m, s in sorted(have, key=lambda k: (k[1], k[0]))
+                f"{label(m)} {_point_text(p, sweep)}: {', '.join(map(str, have[m, p]))}"
+                for m, p in sorted(have, key=lambda k: (order.get(k[1], 0), k[0]))
             )
             + ".",
             "",
         ]
+    heading = sweep["key"] if sweep else "training sentences"
     for phenomenon, pattern in curve["phenomena"].items():
         present = [c for c in curve["cells"] if c["phenomenon"] == phenomenon]
         if not present:
             continue
         lines += [f"## {phenomenon} (`{pattern}`, {present[0]['n_items']} items)", ""]
-        lines += ["| model | " + " | ".join(f"{s:,}" for s in sizes) + " |", "|---|" + "---:|" * len(sizes)]
+        columns = [f"{sweep['key']}={p}" if sweep else f"{p:,}" for p in points]
+        lines += ["| model | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(points)]
         for model in models:
             row = [
-                _interval_text(cell[model, size, phenomenon]) if (model, size, phenomenon) in cell else "–"
-                for size in sizes
+                _interval_text(cell[model, point, phenomenon]) if (model, point, phenomenon) in cell else "–"
+                for point in points
             ]
             lines.append(f"| {label(model)} | " + " | ".join(row) + " |")
         lines.append("")
-        for size in sizes:
+        for point in points:
             said = [
                 _comparison_text(c)
                 for c in curve["comparisons"]
-                if c["phenomenon"] == phenomenon and c["size"] == size
+                if c["phenomenon"] == phenomenon and c["point"] == point
             ]
             if said:
-                lines.append(f"- {size:,} sentences: " + "; ".join(said) + ".")
+                where = f"{sweep['key']} = {point}" if sweep else f"{point:,} sentences"
+                lines.append(f"- {where}: " + "; ".join(said) + ".")
         lines.append("")
     lines += ["![learning curve](curve.png)", ""]
     stopped = sorted({r.get("stopped") for r in curve["runs"]} - {"epochs"})
@@ -537,12 +668,13 @@ def write_curve_report(out: str | Path) -> tuple[Path, Path]:
     lines += [_timing_line(curve["runs"]), ""]
     with atomic_writer(out / "curve.md") as handle:
         handle.write("\n".join(lines))
-    points = {
+    positions = _axis_positions(points, sweep)
+    series = {
         phenomenon: {
             label(model): [
-                (size, *(cell[model, size, phenomenon][k] for k in ("estimate", "low", "high")))
-                for size in sizes
-                if (model, size, phenomenon) in cell
+                (positions[point], *(cell[model, point, phenomenon][k] for k in ("estimate", "low", "high")))
+                for point in points
+                if (model, point, phenomenon) in cell
             ]
             for model in models
         }
@@ -550,12 +682,30 @@ def write_curve_report(out: str | Path) -> tuple[Path, Path]:
         if any(c["phenomenon"] == phenomenon for c in curve["cells"])
     }
     figure = learning_curve_figure(
-        points,
+        series,
         chance=curve.get("chance") or None,
         ylabel="SyntaxGym accuracy",
-        title=f"SyntaxGym accuracy against training size ({percent}% intervals)",
+        xlabel=heading,
+        ticks={positions[p]: _point_text(p, sweep) for p in points},
+        log_x=not sweep,
+        title=f"SyntaxGym accuracy against {heading} ({percent}% intervals)",
     )
     return out / "curve.md", save_figure(figure, out / "curve.png")
+
+
+def _point_text(point, sweep) -> str:
+    return str(point) if sweep else f"{point:,}"
+
+
+def _axis_positions(points: Sequence, sweep) -> dict[Any, float]:
+    """Where each point sits on the figure's x axis: its size, its value when every swept value
+    is a number, else its place in the order given."""
+    if not sweep:
+        return {point: float(point) for point in points}
+    try:
+        return {point: float(point) for point in points}
+    except ValueError:
+        return {point: float(i) for i, point in enumerate(points)}
 
 
 def _interval_text(value: Mapping[str, float]) -> str:
@@ -565,7 +715,7 @@ def _interval_text(value: Mapping[str, float]) -> str:
 def _comparison_text(comparison: Mapping[str, Any]) -> str:
     difference = comparison["difference"]
     numbers = f"{difference['estimate']:+.2f} [{difference['low']:+.2f}, {difference['high']:+.2f}]"
-    model, base = label(comparison["model"]), label(comparison["baseline"])
+    model, base = label(comparison["model"]), label(comparison["reference"])
     if comparison["verdict"] == "no difference":
         return f"{model}: no difference from {base} ({numbers})"
     relation = "ahead of" if comparison["verdict"] == "ahead" else comparison["verdict"]

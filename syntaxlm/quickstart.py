@@ -55,7 +55,8 @@ SPLITS = ("train", "dev", "test")
 MODELS = tuple(
     model_card(name)
     for name in (
-        "txl-terminals", "txl-trees", "tg", "lm", "plm-mask", "sclm-next", "lstm", "prpn", "esom", "dm-lstm"
+        "txl-terminals", "txl-trees", "tg", "lm", "plm", "plm-mask", "sclm-next", "lstm", "prpn", "esom",
+        "dm-lstm",
     )
 )  # fmt: skip
 # The suites where the papers find structure-aware models ahead: agreement and NPI licensing.
@@ -111,10 +112,10 @@ FAST = Budget(
 # machine, not facts of the models: they stay here, by the quickstart's model names (``curve`` reads
 # them for its own estimate).
 TRAIN_WEIGHT = {
-    "txl-terminals": 1.0, "txl-trees": 2.4, "tg": 3.4, "lm": 1.2, "plm-mask": 2.1,
+    "txl-terminals": 1.0, "txl-trees": 2.4, "tg": 3.4, "lm": 1.2, "plm": 2.0, "plm-mask": 2.1,
     "sclm-next": 1.0, "lstm": 0.8, "prpn": 3.6, "esom": 6.7, "dm-lstm": 0.9,
 }  # fmt: skip
-EVAL_WEIGHT = {"txl-trees": 14.9, "tg": 13.9, "plm-mask": 13.6}
+EVAL_WEIGHT = {"txl-trees": 14.9, "tg": 13.9, "plm": 13.6, "plm-mask": 13.6}
 WORDS_ONLY_EVAL_WEIGHT = 1.2  # the exact scorers: a few seconds
 
 
@@ -437,6 +438,45 @@ def pattern_statement(numbers: dict[str, dict[str, Any]]) -> str:
     return "\n".join([*lines, "", conclusion])
 
 
+def contrast_statement(numbers: dict[str, dict[str, Any]]) -> str:
+    """The comparisons the papers draw between their structured models (``ModelCard.contrast``):
+    TG against TXL (trees) (Sartran et al.), PLM-mask against PLM (Qian et al.). On the agreement
+    and licensing items, paired as ``pattern_statement`` pairs them; a contrast whose other model
+    was not run, or was scored on other items, is said so; empty when no model with a contrast
+    was scored."""
+    lines = [
+        "The contrasts the papers draw between structured models, on the same items (the first "
+        "model's accuracy against the second's; their difference [95% interval]):",
+        "",
+    ]
+    for card in MODELS:
+        if card.contrast is None or "agreement_licensing" not in numbers.get(card.name, {}):
+            continue
+        other = model_card(card.contrast)
+        mine, theirs = _focus_items(numbers[card.name]), _focus_items(numbers.get(card.contrast, {}))
+        if mine is None or theirs is None or mine[1] != theirs[1]:
+            why = "was not run" if card.contrast not in numbers else "was not scored on the same items"
+            lines.append(f"- {card.name} against {card.contrast}: not compared ({card.contrast} {why}).")
+            continue
+        difference = bootstrap_difference([mine[0]], [theirs[0]])
+        said = verdict(difference)
+        numbers_text = f"{difference.estimate:+.3f} [{difference.low:+.3f}, {difference.high:+.3f}]"
+        relation = {"ahead": "ahead of", "behind": "behind", "no difference": "no different from"}[said]
+        lines.append(
+            f"- {card.name} {bootstrap_mean([mine[0]]).text()} is {relation} {card.contrast} "
+            f"{bootstrap_mean([theirs[0]]).text()} ({numbers_text}): {card.label} against {other.label}, "
+            f"{CONTRASTED[card.name]}."
+        )
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+# What each contrast isolates, in the papers' terms.
+CONTRASTED = {
+    "tg": "the same network reading the same actions, with composition (STACK/COMPOSE attention) or without",
+    "plm-mask": "the same actions, with the two syntax-restricted heads or without",
+}
+
+
 def _focus_items(numbers: dict[str, Any]) -> tuple[list[float], list[str]] | None:
     """A model's per-item outcomes on the agreement and licensing suites, concatenated in suite
     order, and each item's suite; None when a suite's result has no per-item outcomes."""
@@ -502,6 +542,7 @@ def write_report(out: Path, chosen: Sequence[ModelCard], summary: dict[str, Any]
             f"| {_number(n.get('agreement_licensing'))} | {_number(n.get('parse_f1'), 1)} | {_number(n.get('uf1'), 1)} |"
         )
     suites = sorted({s for n in numbers.values() for s in n["suites"]})
+    contrasts = contrast_statement(numbers)
     lines = [
         "# syntaxlm quickstart",
         "",
@@ -517,6 +558,7 @@ def write_report(out: Path, chosen: Sequence[ModelCard], summary: dict[str, Any]
         if suites
         else "No SyntaxGym suites were scored (a user treebank has none).",
         "",
+        *([contrasts, ""] if suites and contrasts else []),
         _method_note(budget),
         "",
     ]

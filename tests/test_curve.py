@@ -91,7 +91,7 @@ def test_the_sizes_are_nested_prefixes_of_one_training_split(curve):
     assert len((data / "test.trees").read_text().splitlines()) == 10
     assert len(list((data / "suites").glob("*.json"))) == len(SUITE_DESIGNS)
     for size in (40, 80):
-        training = read_result(run_folder(out, "tg", size, 0) / "training.json")
+        training = read_result(run_folder(out, "tg", size, 0, TINY) / "training.json")
         assert training["inputs"]["train"]["path"].endswith(f"train-{size}.trees")
         assert training["inputs"]["valid"]["path"] == str(data / "dev.trees")
 
@@ -115,7 +115,7 @@ def test_each_run_makes_its_passes_and_ends_its_schedule_at_the_floor(curve):
         assert entry["stopped"] == "epochs"
         assert entry["epochs"] == TINY.epochs(entry["size"])
         assert entry["train_seconds"] > 0 and entry["evaluate_seconds"] > 0
-        folder = run_folder(out, entry["model"], entry["size"], entry["seed"])
+        folder = run_folder(out, entry["model"], entry["size"], entry["seed"], TINY)
         config = read_result(folder / "training.json")["options"]["config"]["train"]
         with open(folder / "log.csv", newline="") as handle:
             rates = [float(row["lr"]) for row in csv.DictReader(handle) if row.get("lr")]
@@ -130,8 +130,8 @@ def test_a_second_call_trains_and_scores_nothing(curve):
         for model in TINY.models
         for size in TINY.sizes
         for path in (
-            run_folder(out, model, size, 0) / "training.json",
-            *sorted((run_folder(out, model, size, 0) / "results" / "sg").glob("*.json")),
+            run_folder(out, model, size, 0, TINY) / "training.json",
+            *sorted((run_folder(out, model, size, 0, TINY) / "results" / "sg").glob("*.json")),
         )
     ]
     before = [path.stat().st_mtime_ns for path in files]
@@ -152,7 +152,7 @@ def test_the_files_agree(curve):
     assert [line for line in lines if line.startswith("[")] == ["[1-4/4] 4 stages in 2 processes of 1 thread(s)  (0:00 elapsed)"]
     pattern = r"  train and evaluate txl-terminals size 80 seed 0: done in \d+:\d\d  \(\d+:\d\d elapsed, about \d+:\d\d left\)"
     assert any(re.fullmatch(pattern, line) for line in lines)
-    timing = json.loads((run_folder(out, "tg", 40, 0) / "timing.json").read_text())
+    timing = json.loads((run_folder(out, "tg", 40, 0, TINY) / "timing.json").read_text())
     assert timing["train_seconds"] > 0 and timing["evaluate_seconds"] > 0
     record = read_result(out / "curve.json")
     assert record["kind"] == "learning_curve" and record["result"] == result
@@ -181,7 +181,7 @@ def test_the_files_agree(curve):
             "ahead" if difference["low"] > 0 else "behind" if difference["high"] < 0 else "no difference"
         )
         assert comparison["verdict"] == expected
-        assert comparison["model"] == "tg" and comparison["baseline"] == "txl-terminals"
+        assert comparison["model"] == "tg" and comparison["reference"] == "txl-terminals"
     assert report.count("- 40 sentences: TG") == len(PHENOMENA)
     assert (out / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "![learning curve](curve.png)" in report
@@ -207,7 +207,7 @@ def test_cells_pool_the_items_of_a_phenomenons_suites_over_seeds(tmp_path):
     }
     for (model, seed), suites in outcomes.items():
         for suite, values in suites.items():
-            _suite_result(run_folder(tmp_path, model, 10, seed), suite, [bool(v) for v in values])
+            _suite_result(run_folder(tmp_path, model, 10, seed, settings), suite, [bool(v) for v in values])
     result = aggregate_curve(tmp_path, settings)
     cells = {(c["model"], c["phenomenon"]): c for c in result["cells"]}
     assert set(cells) == {(m, p) for m in settings.models for p in ("agreement", "NPI licensing")}
@@ -231,16 +231,16 @@ def test_cells_pool_the_items_of_a_phenomenons_suites_over_seeds(tmp_path):
     assert "TG: no difference from TXL (terminals)" in report
     assert (tmp_path / "curve.png").is_file()
 
-    _suite_result(run_folder(tmp_path, "tg", 10, 1), "synthetic_number_orc", [True])
+    _suite_result(run_folder(tmp_path, "tg", 10, 1, settings), "synthetic_number_orc", [True])
     with pytest.raises(InputFormatError, match="other agreement items"):
-        outcome_tables([run_folder(tmp_path, "tg", 10, seed) for seed in (0, 1)])
+        outcome_tables([run_folder(tmp_path, "tg", 10, seed, settings) for seed in (0, 1)])
 
     # A run without every suite's result (being evaluated) is left out, and the report says so.
     suites = tmp_path / "data" / "suites"
     suites.mkdir(parents=True)
     for suite in (*number, npi):
         (suites / f"{suite}.json").write_text("{}")
-    (run_folder(tmp_path, "tg", 10, 1) / "results" / "sg" / f"{number[1]}.json").unlink()
+    (run_folder(tmp_path, "tg", 10, 1, settings) / "results" / "sg" / f"{number[1]}.json").unlink()
     result = aggregate_curve(tmp_path, settings)
     cells = {(c["model"], c["phenomenon"]): c for c in result["cells"]}
     assert cells["tg", "agreement"]["seeds"] == [0]
@@ -260,3 +260,93 @@ def test_curve_command_options():
     assert _numbers("1000, 4000,", "--sizes") == (1000, 4000)
     with pytest.raises(typer.BadParameter, match="comma-separated integers"):
         _numbers("10,x", "--sizes")
+
+
+def test_a_sweep_measures_each_value_of_a_recipe_key_like_a_size(tmp_path):
+    settings = CurveSettings(
+        **{
+            **TINY.__dict__,
+            "sizes": (40,),
+            "overrides": tuple(o for o in TINY.overrides if not o.startswith("model.n_layers")),
+            "sweep": ("model.n_layers", ("1", "2")),
+        }
+    )
+    lines = []
+    result = run_curve(tmp_path, settings, workers=2, echo=lines.append)
+    assert result["axis"] == "model.n_layers"
+    assert {(r["model"], r["point"]) for r in result["runs"]} == {
+        (m, v) for m in ("txl-terminals", "tg") for v in ("1", "2")
+    }
+    for value in ("1", "2"):
+        folder = run_folder(tmp_path, "tg", value, 0, settings)
+        assert folder == tmp_path / "runs" / "tg" / f"model.n_layers-{value}" / "seed-0"
+        config = read_result(folder / "training.json")["options"]["config"]
+        assert config["model"]["n_layers"] == int(value)
+        assert config["train"]["epochs"] == settings.epochs(40)
+        assert read_result(folder / "training.json")["inputs"]["train"]["path"].endswith("train-40.trees")
+    assert any("train and evaluate tg model.n_layers=2 seed 0: done" in line for line in lines)
+    assert {(c["point"], c["size"]) for c in result["cells"]} == {("1", 40), ("2", 40)}
+    comparisons = {(c["model"], c["reference"], c["point"]) for c in result["comparisons"]}
+    assert comparisons == {("tg", "txl-terminals", "1"), ("tg", "txl-terminals", "2")}
+    report = (tmp_path / "curve.md").read_text()
+    assert report.startswith("# Sweep: SyntaxGym accuracy against model.n_layers")
+    assert "| model | model.n_layers=1 | model.n_layers=2 |" in report
+    assert "- model.n_layers = 2: TG" in report
+    assert (tmp_path / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    lines.clear()
+    run_curve(tmp_path, settings, echo=lines.append)
+    assert "4 of 4 runs already evaluated; they are kept" in lines
+
+
+def test_models_are_compared_with_their_baseline_and_their_papers_contrast(tmp_path):
+    settings = CurveSettings(
+        sizes=(10,),
+        seeds=(0,),
+        models=("txl-terminals", "txl-trees", "tg", "lm", "plm-mask"),
+        sweep=("model.pre_ln", ("true", "false")),
+        resamples=200,
+    )
+    for model in settings.models:
+        for value in ("true", "false"):
+            outcomes = [True] * 6 if model == "tg" else [False] * 6
+            _suite_result(run_folder(tmp_path, model, value, 0, settings), "synthetic_number_prep", outcomes)
+    result = aggregate_curve(tmp_path, settings)
+    found = {(c["model"], c["relation"], c["reference"], c["point"]): c["verdict"] for c in result["comparisons"]}
+    for value in ("true", "false"):
+        assert found["tg", "baseline", "txl-terminals", value] == "ahead"
+        assert found["tg", "contrast", "txl-trees", value] == "ahead"
+        assert found["txl-trees", "baseline", "txl-terminals", value] == "no difference"
+        assert found["plm-mask", "baseline", "lm", value] == "no difference"
+    assert len(found) == 2 * 4  # PLM, PLM-mask's contrast, was not run
+    write_curve_report(tmp_path)
+    report = (tmp_path / "curve.md").read_text()
+    assert "- model.pre_ln = false: " in report and "TG is ahead of TXL (trees) (+1.00 [" in report
+
+
+@pytest.mark.parametrize(
+    ("sweep", "sizes", "message"),
+    [
+        (("train.epochs", ("1", "2")), (40,), "set by the curve itself"),
+        (("n_layers", ("1", "2")), (40,), "not a recipe key"),
+        (("model.n_layers", ("1", "1")), (40,), "distinct values"),
+        (("model.n_layers", ("1", "a/b")), (40,), "names the runs' folders"),
+        (("model.n_layers", ("1", "2")), (40, 80), "one training size"),
+    ],
+)
+def test_a_bad_sweep_is_refused_before_anything_runs(sweep, sizes, message):
+    with pytest.raises(ConfigError, match=message):
+        CurveSettings(sizes=sizes, sweep=sweep)
+
+
+def test_a_sweep_key_or_value_the_recipes_refuse_is_one_clear_error(tmp_path):
+    for sweep, message in (
+        ("model.n_layer=1,2", "error: sweep model.n_layer=1 for txl-terminals: .*unknown key model.n_layer"),
+        ("model.n_layers=1,two", "error: sweep model.n_layers=two for txl-terminals: .*must be an integer"),
+        ("model.n_layers", "expected KEY=VALUE,VALUE"),
+    ):
+        result = run("experiment", "curve", "--out", str(tmp_path / "out"), "--sizes", "40",
+                     "--models", "txl-terminals", "--sweep", sweep)  # fmt: skip
+        assert result.returncode == 2
+        assert re.search(message, result.stderr)
+        assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()

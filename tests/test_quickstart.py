@@ -17,6 +17,7 @@ from syntaxlm.quickstart import (
     Budget,
     Stages,
     model_numbers,
+    contrast_statement,
     pattern_statement,
     run_quickstart,
     user_splits,
@@ -264,3 +265,21 @@ def test_synth_command_is_deterministic(tmp_path):
         assert (tmp_path / "a" / file).read_bytes() == (tmp_path / "b" / file).read_bytes()
     manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
     assert manifest["seed"] == 7
+
+
+def test_the_papers_contrasts_between_structured_models_are_stated_with_intervals():
+    n = 40
+    half = [1.0, 0.0] * (n // 2)
+    everything = [1.0] * n
+    strong = _scored({"synthetic_number_src": everything, "synthetic_npi_src_any": everything})
+    base = _scored({"synthetic_number_src": half, "synthetic_npi_src_any": half})
+    text = contrast_statement({"tg": strong, "txl-trees": base, "plm-mask": base, "plm": base})
+    assert re.search(r"- tg 1\.000 \[1\.000, 1\.000\] is ahead of txl-trees 0\.500 \[[^]]+\] \(\+0\.500 \[", text)
+    assert "TG against TXL (trees), the same network reading the same actions" in text
+    assert re.search(r"- plm-mask 0\.500 \[[^]]+\] is no different from plm 0\.500 \[[^]]+\] \(\+0\.000 \[", text)
+    text = contrast_statement({"tg": strong, "plm-mask": base})
+    assert "- tg against txl-trees: not compared (txl-trees was not run)." in text
+    assert "- plm-mask against plm: not compared (plm was not run)." in text
+    other_items = _scored({"synthetic_number_prep": half})
+    assert "was not scored on the same items" in contrast_statement({"tg": strong, "txl-trees": other_items})
+    assert contrast_statement({"lm": base, "txl-terminals": base}) == ""

@@ -57,7 +57,10 @@ class ModelCard:
     """A registered model (module docstring): ``name``; ``cls``, the class that builds it
     (``"module:Class"``); ``label``, as the papers write it; ``paper``, where it comes from (and
     whether as a baseline); ``structure``, the syntax its training reads besides the words;
-    ``baseline``, the words-only model its paper compares it with (``None``: it is one); ``joint``,
+    ``baseline``, the words-only model its paper compares it with (``None``: it is one);
+    ``contrast``, the structured model its paper sets it against to isolate what it adds (TG
+    against TXL (trees): the same network reading the same actions, composition or not; PLM-mask
+    against PLM: the same actions, masked heads or not); ``joint``,
     a model of words and trees ``p(x, y)``, whose ``action_grammar`` has tree-building actions and
     whose word probabilities marginalise over trees; ``figures``, what ``report.model_figures`` can
     draw for it; ``head_roles``, the attention heads its structure restricts, by role (PLM-mask's
@@ -69,6 +72,7 @@ class ModelCard:
     paper: str
     structure: str
     baseline: str | None = None
+    contrast: str | None = None
     joint: bool = False
     figures: frozenset[str] = frozenset()
     head_roles: dict[int, str] = field(default_factory=dict)
@@ -83,7 +87,8 @@ SOM_PAPER = "Shen et al. 2021 (SOM)"
 WORDS_ONLY = "none (words only)"
 MASK_AND_ATTENTION = frozenset((STRUCTURE_MASK, ATTENTION))  # a mask its structure makes, and attention
 ATTENTION_ONLY = frozenset((ATTENTION,))  # attention under the causal mask: nothing structural to draw
-# Each paper's models beside the words-only baseline it compares them with: TG with the
+# Each paper's models beside the words-only baseline it compares them with (and the structured
+# model it contrasts them with, where it draws one: TG §3 and §3.3, Qian et al. §4): TG with the
 # Transformer-XL over words (Sartran et al. 2022, Table 1); PLM, PLM-mask and SCLM with the
 # transformer LM over words of the same architecture (Qian et al. 2021); PRPN and SOM with LSTM LMs
 # (Shen et al. 2018's and 2021's perplexity tables); each DM- model with its base model, an LSTM or
@@ -92,7 +97,7 @@ MODEL_CARDS = {
     card.name: card
     for card in (
         ModelCard("tg", TG_CLASS, "TG", TG_PAPER, "constituency (actions, STACK/COMPOSE)",
-                  "txl-terminals", joint=True, figures=MASK_AND_ATTENTION),
+                  "txl-terminals", contrast="txl-trees", joint=True, figures=MASK_AND_ATTENTION),
         ModelCard("txl-trees", TG_CLASS, "TXL (trees)", f"{TG_PAPER}, baseline", "constituency (actions)",
                   "txl-terminals", joint=True, figures=MASK_AND_ATTENTION),
         ModelCard("txl-terminals", TG_CLASS, "TXL (terminals)", f"{TG_PAPER}, baseline", WORDS_ONLY,
@@ -102,7 +107,7 @@ MODEL_CARDS = {
         ModelCard("plm", ACTION_LM_CLASS, "PLM", QIAN_PAPER, "constituency (actions)", "lm",
                   joint=True, figures=ATTENTION_ONLY),
         ModelCard("plm-mask", ACTION_LM_CLASS, "PLM-mask", QIAN_PAPER, "constituency (actions, masked heads)",
-                  "lm", joint=True, figures=MASK_AND_ATTENTION,
+                  "lm", contrast="plm", joint=True, figures=MASK_AND_ATTENTION,
                   head_roles={BUFFER_HEAD: "buffer", STACK_HEAD: "stack"}),
         ModelCard("sclm-past", ACTION_LM_CLASS, "SCLM-past", QIAN_PAPER, "constituency (scaffold)", "lm",
                   figures=ATTENTION_ONLY),

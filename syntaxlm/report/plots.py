@@ -645,13 +645,17 @@ def learning_curve_figure(
     *,
     chance: float | Mapping[str, float] | None = 0.5,
     ylabel: str = "accuracy",
+    xlabel: str = "training sentences",
+    ticks: Mapping[float, str] | None = None,
+    log_x: bool = True,
     title: str = "",
 ) -> Figure:
     """One panel per ``points`` key (e.g. a phenomenon); in it, one line per model through
-    ``(size, estimate, low, high)`` points with its interval as a band, each model in its own
-    colour, line style and marker (``series_style``). Sizes on a log scale,
-    accuracy from 0 to 1, a dashed line at ``chance`` (one level, or one per panel); the legend in
-    a free panel, else below."""
+    ``(x, estimate, low, high)`` points with its interval as a band, each model in its own
+    colour, line style and marker (``series_style``). x (training sizes by default) on a log scale
+    unless ``log_x`` is false, marked at every x or at ``ticks`` (x → label), accuracy from 0 to
+    1, a dashed line at ``chance`` (one level, or one per panel); the legend in a free panel, else
+    below."""
     n = max(1, len(points))
     columns = min(3, n)
     rows = math.ceil(n / columns)
@@ -679,13 +683,16 @@ def learning_curve_figure(
                 fontsize=8,
                 color="grey",
             )
-        axes.set_xscale("log")
-        if sizes:
+        if log_x:
+            axes.set_xscale("log")
+        if ticks is not None:
+            axes.set_xticks(list(ticks), list(ticks.values()))
+        elif sizes:
             axes.set_xticks(sizes, [f"{s:,.0f}" for s in sizes])
-            axes.minorticks_off()
+        axes.minorticks_off()
         axes.set_ylim(-0.02, 1.02)  # points at 0 and 1 stay whole
         axes.set_title(name, fontsize=11)
-        axes.set_xlabel("training sentences")
+        axes.set_xlabel(xlabel)
         axes.set_ylabel(ylabel)
         axes.grid(axis="y", color="#eeeeee")
         axes.spines[["top", "right"]].set_visible(False)

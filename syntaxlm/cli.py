@@ -984,8 +984,8 @@ def eval_ppl(
         Path | None,
         typer.Option(
             help="--method proposals: a saved proposal parser (a parser recipe's run) to draw the trees "
-            "from: the importance-sampled perplexity, the sum over the unique samples (the TG paper's "
-            "bound) and the beam's marginal, side by side."
+            "from: the importance-sampled perplexity, the sum over --samples different trees sampled "
+            "without replacement (the TG paper's bound) and the beam's marginal, side by side."
         ),
     ] = None,
     samples: Annotated[int, typer.Option(min=1, help="--parser: trees drawn per sentence (TG: 300).")] = 300,

@@ -348,9 +348,10 @@ def evaluate_model(
     - ``uf1.json``: unsupervised F1 of the induced trees, for models that induce them;
     - with a proposal ``parser`` (a saved parser folder), for joint models on a constituency test
       set: ``perplexity-importance.json``, the importance-sampled perplexity over
-      ``settings.proposal_samples`` trees per sentence with the sum over the unique samples
-      beside it (``proposal_perplexity``), and ``parseval-rerank.json``, the EVALB F1 of the
-      sample of highest ``p(x, y)`` (reranking, TG §3.2);
+      ``settings.proposal_samples`` draws per sentence with the sum over as many different trees
+      sampled without replacement beside it (``proposal_perplexity``), and
+      ``parseval-rerank.json``, the EVALB F1 of the tree of highest ``p(x, y)`` among them
+      (reranking, TG §3.2);
     - ``sg/SUITE.json``: per SyntaxGym suite.
 
     For the proposal parser (``models.span_parser``): ``parseval.json`` of its Viterbi trees on a
@@ -469,8 +470,9 @@ def proposal_perplexity(
 ) -> ProposalEvaluation:
     """A joint model's word perplexity the TG paper's way, from ``samples`` trees per sentence
     drawn from ``parser`` (§3.1): the importance-sampling estimate of ``p(x)`` with its spread over
-    draws (``inference.importance``; the result's headline numbers), the sum over the unique
-    samples (``proposal_bound``: the paper's lower bound on ``p(x)``), and, unless ``beam`` is
+    draws (``inference.importance``; the result's headline numbers), the sum over ``samples``
+    different trees sampled without replacement (``proposal_bound``: the paper's lower bound on
+    ``p(x)``), and, unless ``beam`` is
     ``None``, the beam's marginal on the same sentences (``beam``: also a lower bound). All three
     use the model's own distribution, as trained (the beam without its renormalisation over valid
     actions), so that they estimate the same ``p(x)``."""
@@ -493,7 +495,10 @@ def proposal_perplexity(
     }
     lines = [
         estimate.render(),
-        f"sum over the unique samples (TG §3.1, a lower bound on p(x)): {bound.render()}",
+        (
+            f"sum over {samples} different trees sampled without replacement (TG §3.1, a lower bound "
+            f"on p(x)): {bound.render()}"
+        ),
     ]
     if beam is not None:  # over the model's own distribution, as the two above
         beam = dataclasses.replace(beam, renormalise=False)
@@ -557,7 +562,8 @@ def _proposal_results(
         out / "parseval-rerank.json",
         result_record(
             "parseval", evaluate_parses(gold, parses).to_json(), inputs={"gold": test, **inputs},
-            options=options | drawn | {"parses": f"the best of {samples} parser samples under the model (reranked)"},
+            options=options | drawn
+            | {"parses": f"the best of {samples} different parser samples under the model (reranked)"},
         ),
     )  # fmt: skip
     return written

@@ -101,7 +101,7 @@ class CurveSettings:
 
     sizes: tuple[int, ...] = (1000, 4000, 16000)
     seeds: tuple[int, ...] = (0, 1, 2)
-    models: tuple[str, ...] = ("txl-terminals", "txl-trees", "tg", "plm-mask")
+    models: tuple[str, ...] = ("txl-terminals", "txl-trees", "tg", "lm", "plm-mask")
     data_seed: int = 0
     dev_sentences: int = 500
     test_sentences: int = 500
@@ -199,7 +199,9 @@ class CurveSettings:
 
     def to_json(self) -> dict[str, Any]:
         values = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
-        values["sweep"] = None if self.sweep is None else {"key": self.sweep[0], "values": list(self.sweep[1])}
+        values["sweep"] = (
+            None if self.sweep is None else {"key": self.sweep[0], "values": list(self.sweep[1])}
+        )
         return values | {"epochs_rule": "max(min_epochs, ceil(min_steps * batch_size / size))"}
 
 
@@ -475,9 +477,7 @@ def aggregate_curve(out: str | Path, settings: CurveSettings) -> dict[str, Any]:
             folders = [run_folder(out, model, point, seed, settings) for seed in done]
             size = settings.size_of(point)
             for seed, run in zip(done, folders, strict=True):
-                runs.append(
-                    {"model": model, "point": point, "size": size, "seed": seed, **_run_facts(run)}
-                )
+                runs.append({"model": model, "point": point, "size": size, "seed": seed, **_run_facts(run)})
             for phenomenon, (keys, table) in outcome_tables(folders).items():
                 tables[model, point, phenomenon] = table
                 interval = bootstrap_mean(table, **bootstrap)
@@ -528,9 +528,7 @@ def comparisons(
             base = tables.get((reference, point, phenomenon))
             if base is None:
                 continue
-            difference = bootstrap_difference(
-                table, base, level=settings.level, resamples=settings.resamples
-            )
+            difference = bootstrap_difference(table, base, level=settings.level, resamples=settings.resamples)
             found.append(
                 {
                     "model": model,

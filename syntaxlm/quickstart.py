@@ -445,8 +445,10 @@ def contrast_statement(numbers: dict[str, dict[str, Any]]) -> str:
     was not run, or was scored on other items, is said so; empty when no model with a contrast
     was scored."""
     lines = [
-        "The contrasts the papers draw between structured models, on the same items (the first "
-        "model's accuracy against the second's; their difference [95% interval]):",
+        (
+            "The contrasts the papers draw between structured models, on the same items (the first "
+            "model's accuracy against the second's; their difference [95% interval]):"
+        ),
         "",
     ]
     for card in MODELS:

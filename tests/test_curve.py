@@ -149,7 +149,9 @@ def test_a_second_call_trains_and_scores_nothing(curve):
 def test_the_files_agree(curve):
     out, result, lines = curve
     # The 4 runs train side by side; each is reported when it ends, with the time left.
-    assert [line for line in lines if line.startswith("[")] == ["[1-4/4] 4 stages in 2 processes of 1 thread(s)  (0:00 elapsed)"]
+    assert [line for line in lines if line.startswith("[")] == [
+        "[1-4/4] 4 stages in 2 processes of 1 thread(s)  (0:00 elapsed)"
+    ]
     pattern = r"  train and evaluate txl-terminals size 80 seed 0: done in \d+:\d\d  \(\d+:\d\d elapsed, about \d+:\d\d left\)"
     assert any(re.fullmatch(pattern, line) for line in lines)
     timing = json.loads((run_folder(out, "tg", 40, 0, TINY) / "timing.json").read_text())
@@ -311,7 +313,9 @@ def test_models_are_compared_with_their_baseline_and_their_papers_contrast(tmp_p
             outcomes = [True] * 6 if model == "tg" else [False] * 6
             _suite_result(run_folder(tmp_path, model, value, 0, settings), "synthetic_number_prep", outcomes)
     result = aggregate_curve(tmp_path, settings)
-    found = {(c["model"], c["relation"], c["reference"], c["point"]): c["verdict"] for c in result["comparisons"]}
+    found = {
+        (c["model"], c["relation"], c["reference"], c["point"]): c["verdict"] for c in result["comparisons"]
+    }
     for value in ("true", "false"):
         assert found["tg", "baseline", "txl-terminals", value] == "ahead"
         assert found["tg", "contrast", "txl-trees", value] == "ahead"

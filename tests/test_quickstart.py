@@ -16,8 +16,8 @@ from syntaxlm.quickstart import (
     MODELS,
     Budget,
     Stages,
-    model_numbers,
     contrast_statement,
+    model_numbers,
     pattern_statement,
     run_quickstart,
     user_splits,
@@ -274,9 +274,13 @@ def test_the_papers_contrasts_between_structured_models_are_stated_with_interval
     strong = _scored({"synthetic_number_src": everything, "synthetic_npi_src_any": everything})
     base = _scored({"synthetic_number_src": half, "synthetic_npi_src_any": half})
     text = contrast_statement({"tg": strong, "txl-trees": base, "plm-mask": base, "plm": base})
-    assert re.search(r"- tg 1\.000 \[1\.000, 1\.000\] is ahead of txl-trees 0\.500 \[[^]]+\] \(\+0\.500 \[", text)
+    assert re.search(
+        r"- tg 1\.000 \[1\.000, 1\.000\] is ahead of txl-trees 0\.500 \[[^]]+\] \(\+0\.500 \[", text
+    )
     assert "TG against TXL (trees), the same network reading the same actions" in text
-    assert re.search(r"- plm-mask 0\.500 \[[^]]+\] is no different from plm 0\.500 \[[^]]+\] \(\+0\.000 \[", text)
+    assert re.search(
+        r"- plm-mask 0\.500 \[[^]]+\] is no different from plm 0\.500 \[[^]]+\] \(\+0\.000 \[", text
+    )
     text = contrast_statement({"tg": strong, "plm-mask": base})
     assert "- tg against txl-trees: not compared (txl-trees was not run)." in text
     assert "- plm-mask against plm: not compared (plm was not run)." in text

@@ -167,7 +167,9 @@ class ActionLM(SyntacticLM):
 
         d = config.d_model
         self.token_embedding = nn.Embedding(len(vocab), d)
-        self.position_embedding = nn.Embedding(config.max_length, d) if config.positions == "learned" else None
+        self.position_embedding = (
+            nn.Embedding(config.max_length, d) if config.positions == "learned" else None
+        )
         self.embedding_dropout = nn.Dropout(config.dropout)
         self.transformer = TransformerStack(
             config.n_layers,

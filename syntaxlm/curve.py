@@ -53,6 +53,7 @@ from typing import Any
 from syntaxlm.errors import InputFormatError
 from syntaxlm.eval.syntaxgym import SYNTHETIC_PHENOMENA, suite_group
 from syntaxlm.experiments import (
+    TINY_EVAL_BATCH,
     EvalSettings,
     Stages,
     cpu_workers,
@@ -357,7 +358,7 @@ def run_curve(
     echo(f"data: {out / 'data'}")
     data = prepare_curve_data(out, settings)
     eval_settings = EvalSettings(
-        beam=settings.beam, test_sentences=settings.test_sentences, batch_size=settings.batch_size
+        beam=settings.beam, test_sentences=settings.test_sentences, batch_size=TINY_EVAL_BATCH
     )
     todo, total = [], len(settings.seeds) * len(settings.points) * len(settings.models)
     for seed in settings.seeds:

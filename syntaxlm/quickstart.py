@@ -35,6 +35,7 @@ from syntaxlm import __version__
 from syntaxlm.errors import InputFormatError
 from syntaxlm.eval.intervals import bootstrap_difference, bootstrap_mean, verdict
 from syntaxlm.experiments import (
+    TINY_EVAL_BATCH,
     EvalSettings,
     Stages,
     clock,
@@ -107,16 +108,16 @@ FAST = Budget(
 # --- progress -------------------------------------------------------------------------------------
 
 # Relative cost of each stage for the ETA: seconds per training epoch and seconds of evaluation
-# on 2 CPU cores (FULL budget, 2026-11-26, each model in a process of 1 thread), in units of
-# TXL (terminals)' epoch (6 s: 3,200 sentences, batch 16). Measurements of this job's budget on one
-# machine, not facts of the models: they stay here, by the quickstart's model names (``curve`` reads
-# them for its own estimate).
+# on 2 CPU cores (FULL budget, 2026-11-28, 2 cores of an Intel Xeon, each model in a process of 1
+# thread, the transformers with 6 layers), in units of TXL (terminals)' epoch (8.6 s: 3,200
+# sentences, batch 16). Measurements of this job's budget on one machine, not facts of the models:
+# they stay here, by the quickstart's model names (``curve`` reads them for its own estimate).
 TRAIN_WEIGHT = {
-    "txl-terminals": 1.0, "txl-trees": 2.4, "tg": 3.4, "lm": 1.2, "plm": 2.0, "plm-mask": 2.1,
-    "sclm-next": 1.0, "lstm": 0.8, "prpn": 3.6, "esom": 6.7, "dm-lstm": 0.9,
+    "txl-terminals": 1.0, "txl-trees": 2.5, "tg": 3.6, "lm": 0.7, "plm": 1.8, "plm-mask": 2.1,
+    "sclm-next": 0.8, "lstm": 0.2, "prpn": 2.2, "esom": 3.5, "dm-lstm": 0.4,
 }  # fmt: skip
-EVAL_WEIGHT = {"txl-trees": 14.9, "tg": 13.9, "plm": 13.6, "plm-mask": 13.6}
-WORDS_ONLY_EVAL_WEIGHT = 1.2  # the exact scorers: a few seconds
+EVAL_WEIGHT = {"txl-trees": 13.7, "tg": 14.9, "plm": 11.7, "plm-mask": 11.4}
+WORDS_ONLY_EVAL_WEIGHT = 0.7  # the exact scorers: a few seconds
 
 
 # --- data -----------------------------------------------------------------------------------------
@@ -283,7 +284,7 @@ def run_quickstart(
     )
     kinds = {treebank_kind(path) for path in prepared["splits"].values()}
     settings = EvalSettings(
-        beam=budget.beam, test_sentences=budget.test_sentences, batch_size=budget.batch_size
+        beam=budget.beam, test_sentences=budget.test_sentences, batch_size=TINY_EVAL_BATCH
     )
     skipped = {
         m.name: f"the model does not read {' or '.join(sorted(kinds))} treebanks"

@@ -17,6 +17,8 @@ CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 # Models over words alone step fast but learn less per step than those predicting trees too.
 STEPS = {
     "txl-terminals": 250,
+    "plm": 120,  # post-LN at 6 layers (docs/depth.md): slower to leave the baseline than pre-LN
+    "plm-mask": 120,
     "lm": 250,
     "sclm-past": 250,
     "sclm-next": 250,

@@ -60,7 +60,7 @@ def test_every_recipe_loads_and_validates(path):
     name, scale = path.stem.rsplit("-", 1)
     assert config.model.model == name
     if scale == "tiny":
-        assert config.data.synthetic is not None and config.model.n_layers <= 3
+        assert config.data.synthetic is not None and config.model.n_layers <= 6
         assert config.train.max_steps <= 1000
     else:
         assert config.data.synthetic is None and config.data.train.startswith("data/")

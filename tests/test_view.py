@@ -158,7 +158,7 @@ def test_the_sentence_view_holds_what_the_models_compute(runs):
     # Masks and attention: TG's STACK/COMPOSE mask over the gold tree; PLM-mask's heads differ.
     tg = load_model(folder / "runs" / "tg" / "best")
     attention = view["models"]["tg"]["sentences"][0]["attention"]
-    read = tg.attention_map(1, view["sentences"][0], gold[0])
+    read = tg.attention_maps(view["sentences"][0], gold[0])[1]
     assert attention["tokens"] == read.tokens and attention["tree"] == "gold"
     n = len(read.tokens)
     cells = (

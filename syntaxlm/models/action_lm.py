@@ -424,19 +424,22 @@ class ActionLM(SyntacticLM):
             return super().structure_mask(tree)
         return self._figure_input(tree.leaves(), tree)[1]
 
-    def attention_map(self, layer: int, words: Sequence[str], tree: Tree | None = None) -> AttentionMap:
-        """Layer ``layer``'s attention over ``<s>`` + the word pieces of ``words`` (lm, SCLM) or + the
-        RNNG actions of ``tree`` (PLM, PLM-mask); ``ValueError`` beyond ``max_length``."""
+    def attention_maps(self, words: Sequence[str], tree: Tree | None = None) -> list[AttentionMap]:
+        """Each layer's attention over ``<s>`` + the word pieces of ``words`` (lm, SCLM) or + the
+        RNNG actions of ``tree`` (PLM, PLM-mask), recorded in one pass; ``ValueError`` beyond
+        ``max_length``."""
         ids, read = self._figure_input(words, tree)
         starts = None
         if self.config.model == "plm-mask":
             starts = torch.from_numpy(read.open_start.astype(np.int64))[None].to(self.device)
         with evaluating(self), record_attention(self) as recorded:
             self(torch.from_numpy(ids)[None].long().to(self.device), starts)
-        weights = recorded[f"transformer.blocks.{layer}.attention"][0][0]
-        mask = self.attention_mask(len(ids), starts)[0]
+        mask = self.attention_mask(len(ids), starts)[0].cpu().numpy()
         tokens = [self.vocab.token(int(i)) for i in ids]
-        return AttentionMap(tokens, weights.cpu().numpy(), mask.cpu().numpy())
+        return [
+            AttentionMap(tokens, recorded[f"transformer.blocks.{layer}.attention"][0][0].cpu().numpy(), mask)
+            for layer in range(self.config.n_layers)
+        ]
 
     def _figure_input(
         self, words: Sequence[str], tree: Tree | None

@@ -21,7 +21,7 @@ the CLI talk to language models through ``SyntacticLM``, which adds the rest:
   (``models.decoding``);
 - ``induced_trees(sentences)``: the trees of models that induce structure (``induces_trees``);
 - ``card`` (``joint`` from it): the registry's facts of the model (``syntaxlm.models.ModelCard``:
-  label, paper, baseline, joint, figures); ``structure_mask``, ``attention_map`` and
+  label, paper, baseline, joint, figures); ``structure_mask``, ``attention_maps`` and
   ``syntactic_distances``: what ``report.model_figures`` draws, for the models whose card says so;
 - ``save_pretrained(folder)`` / ``from_pretrained(folder)`` (= ``syntaxlm.models.load_model``):
   ``config.json`` + ``model.safetensors``
@@ -182,7 +182,7 @@ class Sample:
 
 @dataclass
 class AttentionMap:
-    """One layer's attention for one input (``SyntacticLM.attention_map``): ``weights[h, i, j]``
+    """One layer's attention for one input (``SyntacticLM.attention_maps``): ``weights[h, i, j]``
     (probabilities, rows sum to 1) and ``mask[h or 0, i, j]`` (``True`` = may attend) over the
     ``tokens`` the model read."""
 
@@ -442,10 +442,11 @@ class SyntacticLM(TrainedModel):
         models whose card lists the ``structure_mask`` figure have one."""
         raise TypeError(f"{self.config.model} has no structural attention mask")
 
-    def attention_map(self, layer: int, words: Sequence[str], tree: Any = None) -> AttentionMap:
-        """The attention probabilities of layer ``layer`` (0 = the first) for one input, in eval
-        mode: ``words``, and for joint models their ``tree``. Only the models whose card lists the
-        ``attention`` figure have one; ``ValueError`` for an input they cannot read in one pass."""
+    def attention_maps(self, words: Sequence[str], tree: Any = None) -> list[AttentionMap]:
+        """The attention probabilities of every layer (the first first) for one input, recorded in
+        one pass in eval mode: ``words``, and for joint models their ``tree``. Only the models whose
+        card lists the ``attention`` figure have them; ``ValueError`` for an input they cannot read
+        in one pass."""
         raise TypeError(f"{self.config.model} has no attention")
 
 

@@ -411,9 +411,9 @@ class TransformerGrammar(SyntacticLM):
         for tg and causal for the TXL baselines (TG Fig. 2b)."""
         return self.sequences([tree])[0]
 
-    def attention_map(self, layer: int, words: Sequence[str], tree: Tree | None = None) -> AttentionMap:
-        """Layer ``layer``'s attention over the sequence of ``tree`` (TXL (terminals): of ``words``),
-        recorded during ``token_logprobs``' pass; where the layer has separate COMPOSE weights,
+    def attention_maps(self, words: Sequence[str], tree: Tree | None = None) -> list[AttentionMap]:
+        """Each layer's attention over the sequence of ``tree`` (TXL (terminals): of ``words``),
+        recorded during one ``token_logprobs`` pass; where a layer has separate COMPOSE weights,
         the COMPOSE rows show those. ``ValueError`` for a sequence longer than one segment."""
         sequences = self.sequences([tree if tree is not None else Tree("S", list(words))])
         sequence = sequences[0]
@@ -425,14 +425,18 @@ class TransformerGrammar(SyntacticLM):
             )
         with evaluating(self), record_attention(self) as recorded:
             self.token_logprobs(sequences)
-        block = f"transformer.blocks.{layer}"
-        weights = recorded[f"{block}.attention"][0][0, :, :n, :n]
-        if recorded.get(f"{block}.compose_attention"):  # separate COMPOSE weights: rows by operation
-            composed = recorded[f"{block}.compose_attention"][0][0, :, :n, :n]
-            compose_rows = torch.from_numpy(sequence.compose.astype(bool))[None, :, None]
-            weights = torch.where(compose_rows, composed, weights)
         tokens = [self.vocab.token(int(i)) for i in sequence.inputs]
-        return AttentionMap(tokens, weights.cpu().numpy(), sequence.attention_mask()[None])
+        mask = sequence.attention_mask()[None]
+        compose_rows = torch.from_numpy(sequence.compose.astype(bool))[None, :, None]
+        maps = []
+        for layer in range(self.config.n_layers):
+            block = f"transformer.blocks.{layer}"
+            weights = recorded[f"{block}.attention"][0][0, :, :n, :n]
+            if recorded.get(f"{block}.compose_attention"):  # separate COMPOSE weights: rows by operation
+                composed = recorded[f"{block}.compose_attention"][0][0, :, :n, :n]
+                weights = torch.where(compose_rows, composed, weights)
+            maps.append(AttentionMap(tokens, weights.cpu().numpy(), mask))
+        return maps
 
     # --- search and sampling ---------------------------------------------------------------------
 

@@ -13,7 +13,7 @@
 
 Which figures a model can draw is on its card (``model.card.figures``; ``syntaxlm.models``), and
 the numbers drawn come from the model's own public methods: ``syntactic_distances``,
-``induced_trees``, ``structure_mask`` and ``attention_map``, and the ``Scorer`` for surprisal. Each
+``induced_trees``, ``structure_mask`` and ``attention_maps``, and the ``Scorer`` for surprisal. Each
 figure function returns a ``Figure`` (``report.plots``) that ``save_figure`` writes.
 """
 
@@ -198,18 +198,26 @@ def structure_mask_figure(model: SyntacticLM, tree: Tree, *, title: str = "") ->
 def attention_weights(
     model: SyntacticLM, *, layer: int, words: Sequence[str] | None = None, tree: Tree | None = None
 ) -> AttentionMap:
-    """The attention probabilities of layer ``layer`` (0 = the first) for one input
-    (``attention_map``): ``tree`` for the joint models (TG, TXL (trees), PLM, PLM-mask), ``words``
-    (or a tree's words) for the words-only ones."""
+    """The attention probabilities of layer ``layer`` (0 = the first) for one input: ``tree`` for
+    the joint models (TG, TXL (trees), PLM, PLM-mask), ``words`` (or a tree's words) for the
+    words-only ones."""
+    if ATTENTION in model.card.figures and not 0 <= layer < model.config.n_layers:
+        raise FigureError(
+            f"{model.config.model} has {model.config.n_layers} layers (0..{model.config.n_layers - 1}); "
+            f"got {layer}"
+        )
+    return attention_weights_by_layer(model, words=words, tree=tree)[layer]
+
+
+def attention_weights_by_layer(
+    model: SyntacticLM, *, words: Sequence[str] | None = None, tree: Tree | None = None
+) -> list[AttentionMap]:
+    """``attention_weights`` of every layer, from one pass of the model (``attention_maps``)."""
     kind, card = model.config.model, model.card
     if ATTENTION not in card.figures:
         raise FigureError(
             f"attention figures are for transformer models ({', '.join(model_names_with(ATTENTION))}); "
             f"{kind} has no attention"
-        )
-    if not 0 <= layer < model.config.n_layers:
-        raise FigureError(
-            f"{kind} has {model.config.n_layers} layers (0..{model.config.n_layers - 1}); got {layer}"
         )
     if card.joint and tree is None:
         raise FigureError(f"{kind} reads words and trees: give a tree")
@@ -221,7 +229,7 @@ def attention_weights(
     if tree is not None and tree.leaves() != words:
         raise FigureError("the tree's words differ from the sentence")
     with _refused_input():
-        return model.attention_map(layer, words, tree)
+        return model.attention_maps(words, tree)
 
 
 def attention_figure(

@@ -287,13 +287,9 @@ def attention_data(model, words: Sequence[str], tree: Any) -> dict[str, Any]:
     may attend to a later one), and the probabilities only where the head's mask lets it attend
     (``weights: "masked"``), unless some probability outside the mask is visible at this
     resolution (``"cells"``: where the masks are written)."""
-    from syntaxlm.report.model_figures import attention_weights
+    from syntaxlm.report.model_figures import attention_weights_by_layer
 
-    card = model.card
-    maps = [
-        attention_weights(model, layer=layer, words=words, tree=tree if card.joint else None)
-        for layer in range(model.config.n_layers)
-    ]
+    maps = attention_weights_by_layer(model, words=words, tree=tree if model.card.joint else None)
     mask = np.asarray(maps[0].mask, dtype=bool)
     n = mask.shape[-1]
     levels = len(ATTENTION_LEVELS) - 1
@@ -313,7 +309,7 @@ def attention_data(model, words: Sequence[str], tree: Any) -> dict[str, Any]:
         "weights_over": "masked" if masked else "cells",
         "levels": levels,
         "masks": [_cells(head, 1, cells) for head in head_masks],
-        "head_roles": {str(head): role for head, role in card.head_roles.items()},
+        "head_roles": {str(head): role for head, role in model.card.head_roles.items()},
         "weights": [
             [
                 _cells(m.weights[h], levels, head_masks[h if distinct else 0] if masked else cells)

@@ -131,6 +131,14 @@ def test_circuit_bars_one_per_model_and_circuit(tmp_path):
     assert save_figure(figure, tmp_path / "sg.png").stat().st_size > 1000
 
 
+def test_circuit_bars_of_eleven_models_have_eleven_colours():
+    # The quickstart draws eleven models: the default cycle's ten colours would give two the same.
+    accuracy = {f"model-{k}": {"Agreement": 0.5} for k in range(11)}
+    figure = circuit_accuracy_figure(accuracy, circuits=["Agreement"])
+    colours = {tuple(bar.get_facecolor()) for bar in figure.axes[0].patches}
+    assert len(colours) == 11
+
+
 def test_circuit_bars_show_chance_zeros_and_intervals(tmp_path):
     from syntaxlm.eval.intervals import Interval
 

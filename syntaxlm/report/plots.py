@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import ListedColormap
+from matplotlib.colors import ListedColormap, to_hex
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Rectangle
@@ -383,7 +383,7 @@ def _accuracy_bars(axes, accuracy, models, group, width, intervals) -> None:
     for k, model in enumerate(models):
         values = np.array([accuracy[model].get(circuit, np.nan) for circuit in group], dtype=float)
         offset = x + (k - (len(models) - 1) / 2) * width
-        colour = f"C{k % 10}"
+        colour = series_colour(k)
         axes.bar(offset, values, width, label=model, color=colour)
         for position in offset[values == 0]:  # a bar of height 0 is invisible: a stub on the axis
             axes.plot(
@@ -522,14 +522,24 @@ def _outside(box: Bbox, inside: Bbox) -> float:
 
 
 _LINESTYLES = ("-", "--", "-.", ":")
+# Matplotlib's ten default colours, then the light shade of each (tab20's odd entries): twenty
+# models or runs of one figure get colours of their own (the quickstart draws eleven).
+_COLOURS = tuple(f"C{k}" for k in range(10)) + tuple(
+    to_hex(colour) for colour in colormaps["tab20"].colors[1::2]
+)
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def series_colour(k: int) -> str:
+    """The colour of the ``k``-th model or run of a figure."""
+    return _COLOURS[k % len(_COLOURS)]
 
 
 def series_style(k: int) -> dict[str, str]:
     """The look of the ``k``-th model or run of a figure: a colour, a line style and a marker, so
     that lines that cross or lie on one another, or share a colour, stay apart."""
     return {
-        "color": f"C{k % 10}",
+        "color": series_colour(k),
         "linestyle": _LINESTYLES[k % len(_LINESTYLES)],
         "marker": _MARKERS[k % len(_MARKERS)],
     }

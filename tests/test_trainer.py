@@ -509,10 +509,13 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # ``syntaxlm`` with the tiny model registered; $SLOW_TINY_LM makes a run slow enough to interrupt.
 SYNTAXLM_WITH_TINY = textwrap.dedent(
     """
-    import os, sys, time
+    import os, signal, sys, time
     from syntaxlm.models import MODEL_CLASSES
     from tests.test_trainer import TINY, TinyLM
 
+    # Ctrl-C raises KeyboardInterrupt as in a terminal, also when the tests run in the background
+    # of a shell, whose children start with SIGINT ignored (Python then leaves it ignored).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     MODEL_CLASSES["tiny"] = TINY
     if os.environ.get("SLOW_TINY_LM"):
         loss = TinyLM.loss

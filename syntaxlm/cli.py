@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sys
 from collections.abc import Iterator
@@ -13,7 +14,6 @@ from typing import Annotated, Any
 import typer
 
 from syntaxlm.errors import SyntaxlmError
-from syntaxlm.files import NO_SPACE
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -72,6 +72,13 @@ def _write_result(out: Path, kind: str, result, inputs=None, options=None) -> No
     from syntaxlm.results import result_record, write_result
 
     write_result(out, result_record(kind, result, inputs=inputs, options=options))
+
+
+def _refuse_overwriting(out: Path | None, inputs: list[Path | None]) -> None:
+    """Refuse an ``--out`` that would replace one of the command's inputs, before any work."""
+    from syntaxlm.files import refuse_overwriting
+
+    refuse_overwriting(out, inputs)
 
 
 # -- data ---------------------------------------------------------------------------------------------
@@ -263,6 +270,7 @@ def data_clean(
     pretty: Annotated[bool, typer.Option(help="Indented multi-line output.")] = False,
 ) -> None:
     """Read, clean and rewrite a treebank."""
+    _refuse_overwriting(out, [source])
     from dataclasses import replace
 
     from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING, PTB_CLEANING, Cleaning
@@ -297,6 +305,7 @@ def data_transform(
     pos_tags: Annotated[bool, typer.Option(help="Input has POS tags (Penn style).")] = False,
 ) -> None:
     """Apply a tree transform to every tree of a file."""
+    _refuse_overwriting(out, [source])
     from syntaxlm.trees import binarize, transforms
     from syntaxlm.trees.ptb import TreeReader, write_trees
 
@@ -322,6 +331,7 @@ def data_documents(
     pos_tags: Annotated[bool, typer.Option(help="Input has POS tags (Penn style).")] = True,
 ) -> None:
     """Group sentence trees into document trees (DOC (S ...) (S ...)) for document-level models."""
+    _refuse_overwriting(out, [source])
     from syntaxlm.data.documents import document_trees
     from syntaxlm.trees.ptb import write_trees
 
@@ -342,6 +352,7 @@ def data_dep2tree(
     ] = False,
 ) -> None:
     """Convert dependency trees to SOM's binary constituency trees (SOM §3.3, Fig. 4)."""
+    _refuse_overwriting(out, [source])
     from syntaxlm.trees.dependency import ConlluReader, dependency_to_binary_tree
     from syntaxlm.trees.ptb import write_trees
 
@@ -612,7 +623,8 @@ PosTagsOption = Annotated[
 ActionBeamOption = Annotated[int, typer.Option(help="Beam search: action beam.")]
 WordBeamOption = Annotated[int, typer.Option(help="Beam search: word beam.")]
 FastTrackOption = Annotated[int, typer.Option(help="Beam search: fast-track states per round.")]
-BatchSizeOption = Annotated[int, typer.Option(help="Sentences per batch.")]
+BatchSizeOption = Annotated[int, typer.Option(min=1, help="Sentences per batch.")]
+PARSER_SEED_MAX = 2**63 - 1  # the proposal parser's seeds: 0 .. span_parser.SEED_BOUND - 1
 ProgressOption = Annotated[bool, typer.Option(help="Show a progress bar (on stderr).")]
 SkipLongOption = Annotated[
     bool,
@@ -746,6 +758,7 @@ def eval_sg(
     With several suites the SG scores (the mean over the 31 suites of Hu et al. 2020 and over the 33
     of Qian et al. 2021, when all are there) and the circuit means follow the per-suite lines.
     """
+    _refuse_overwriting(out, [*suites, region_values])
     from syntaxlm.eval.syntaxgym import format_suite_result, score_region_values
 
     if (region_values is None) == (model is None):
@@ -828,6 +841,7 @@ def eval_parse(
 
     As EVALB, the text output writes a line to stderr for each sentence it cannot score
     ("2 : Length unmatch (13|14)"); --json gives them as "errors"."""
+    _refuse_overwriting(out, [gold, pred, prm])
     from syntaxlm.eval.parseval import COLLINS_PARAMS, evaluate_parses, read_prm, with_gold_tags
     from syntaxlm.trees.ptb import TreeReader
 
@@ -873,6 +887,7 @@ def eval_uf1(
     out: OutOption = None,
 ) -> None:
     """Unsupervised parsing F1 (sentence-level mean and corpus level) with the branching baselines."""
+    _refuse_overwriting(out, [gold, pred, distances])
     from syntaxlm.eval.uf1 import evaluate_uf1, read_distances, read_predicted_trees
     from syntaxlm.trees.clean import PTB_CLEANING
     from syntaxlm.trees.ptb import TreeReader
@@ -930,6 +945,7 @@ def eval_blimp(
 
     A pair is right when log p(good) > log p(bad), each the whole sentence with its end.
     """
+    _refuse_overwriting(out, [data, logprobs])
     from syntaxlm.eval.blimp import blimp_10_percent, first_pairs, read_blimp, read_pair_logprobs, score_blimp
 
     if (logprobs is None) == (model is None):
@@ -965,6 +981,7 @@ def eval_blimp(
 
 @eval_app.command("ppl")
 def eval_ppl(
+    ctx: typer.Context,
     data: Annotated[
         Path,
         typer.Argument(
@@ -988,8 +1005,15 @@ def eval_ppl(
             "without replacement (the TG paper's bound) and the beam's marginal, side by side."
         ),
     ] = None,
-    samples: Annotated[int, typer.Option(min=1, help="--parser: trees drawn per sentence (TG: 300).")] = 300,
-    seed: Annotated[int, typer.Option(help="--parser: the seed of the draws.")] = 0,
+    samples: Annotated[
+        int,
+        typer.Option(
+            min=1, help="--parser: trees drawn per sentence (TG: 300; at least 5, the groups of the spread)."
+        ),
+    ] = 300,
+    seed: Annotated[
+        int, typer.Option(min=0, max=PARSER_SEED_MAX, help="--parser: the seed of the draws.")
+    ] = 0,
     compare_beam: Annotated[
         bool, typer.Option(help="--parser: also score the sentences with the beam search.")
     ] = True,
@@ -1021,6 +1045,7 @@ def eval_ppl(
     models the marginalisation method and the direction of its bound go into the result, and for
     every model the context the sequences were read with (--context).
     """
+    _refuse_overwriting(out, [data, proposals])
     from syntaxlm.data.sentences import is_treebank, read_given_trees, read_sentences
     from syntaxlm.eval.perplexity import perplexity
     from syntaxlm.inference import perplexity_logprobs, read_proposals
@@ -1039,6 +1064,23 @@ def eval_ppl(
         )
     if parser is not None and method != ScoreMethod.proposals:
         raise typer.BadParameter("--parser is for --method proposals", param_hint="--parser")
+    if method != ScoreMethod.proposals:
+        _refuse_given(ctx, ["proposals"], "--method proposals")
+    if trees is None and proposals is None:
+        _refuse_given(ctx, ["pos_tags"], "trees: a treebank as DATA or --proposals (how they are read)")
+    if parser is None:
+        _refuse_given(ctx, ["samples", "seed", "compare_beam"], "--parser (the trees it draws)")
+    else:
+        _check_importance_samples(samples)
+        with_parser = "the methods without --parser"
+        _refuse_given(ctx, ["skip_long"], with_parser)
+        _refuse_given(
+            ctx,
+            ["context"],
+            f"{with_parser} (with it, the trees are read as the model was trained, the beam in full)",
+        )
+        if not compare_beam:
+            _refuse_given(ctx, BEAM_OPTIONS, "the beam search (with --parser: --compare-beam)")
     settings = {"context": context, "batch_size": batch_size, "progress": progress}
     if parser is not None:
         from syntaxlm.inference import BeamSettings
@@ -1051,9 +1093,12 @@ def eval_ppl(
             "batch_size": batch_size,
             "progress": progress,
         }
-        _proposal_perplexity(data, model, parser, words[:limit], drawn, len(words), limit, as_json, out)
+        with _sizes_as_options():
+            _proposal_perplexity(data, model, parser, words[:limit], drawn, len(words), limit, as_json, out)
         return
     scorer = _scorer(model, method.value, action_beam, word_beam, fast_track, **settings)
+    if scorer.method != "beam":
+        _refuse_given(ctx, BEAM_OPTIONS, f"the beam search (the method here is {scorer.method})")
     segmented = document_context(scorer.model, "training")["segment_length"] is not None
     if scorer.method == "beam" and context == "training" and segmented:
         typer.echo("note: the beam search reads with full context, not in training segments", err=True)
@@ -1067,7 +1112,8 @@ def eval_ppl(
     kept, kept_words, given = _sentences_to_score(scorer, words, given, skip_long)
     skipped = sorted(set(range(len(words))) - set(kept))
     _estimate_before(scorer, kept_words)
-    logprobs, ends, marginalisation = perplexity_logprobs(scorer, kept_words, **given)
+    with _sizes_as_options():
+        logprobs, ends, marginalisation = perplexity_logprobs(scorer, kept_words, indices=kept, **given)
     result = perplexity(logprobs, ends, marginalisation=marginalisation)
     inputs = {"data": data, "model": model / "model.safetensors"}
     options = {"method": scorer.method, "context": marginalisation["context"], "limit": limit}
@@ -1119,6 +1165,7 @@ def eval_gen(
     out: OutOption = None,
 ) -> None:
     """Generation metrics of the DMLM paper: BLEU-1/2, Distinct-2/3, Self-BLEU-2/3."""
+    _refuse_overwriting(out, [generated, references])
     from syntaxlm.errors import InputFormatError
     from syntaxlm.eval.generation import evaluate_generation
     from syntaxlm.files import read_lines
@@ -1143,6 +1190,7 @@ def eval_gen(
 
 @app.command("score")
 def score_command(
+    ctx: typer.Context,
     model: ModelArgument,
     sentences: SentencesArgument,
     method: Annotated[
@@ -1168,13 +1216,22 @@ def score_command(
     limit: SentenceLimitOption = None,
 ) -> None:
     """Per-word surprisal of every sentence of a file under a saved model."""
+    _refuse_overwriting(out, [sentences, trees, proposals])
     from syntaxlm.data.sentences import read_given_trees, read_sentences
     from syntaxlm.inference import read_proposals, scores_record
 
     words = read_sentences(sentences)
+    if method != ScoreMethod.gold:
+        _refuse_given(ctx, ["trees"], "--method gold")
+    if method != ScoreMethod.proposals:
+        _refuse_given(ctx, ["proposals"], "--method proposals")
+    if trees is None and proposals is None:
+        _refuse_given(ctx, ["pos_tags"], "--trees or --proposals (how their trees are read)")
     scorer = _scorer(
         model, method.value, action_beam, word_beam, fast_track, batch_size=batch_size, progress=progress
     )
+    if scorer.method != "beam":
+        _refuse_given(ctx, BEAM_OPTIONS, f"the beam search (the method here is {scorer.method})")
     given = {}
     if trees is not None:
         given["trees"] = read_given_trees(trees, pos_tags=pos_tags)
@@ -1183,7 +1240,8 @@ def score_command(
     words, given = words[:limit], {key: value[:limit] for key, value in given.items()}
     kept, kept_words, given = _sentences_to_score(scorer, words, given, skip_long)
     _estimate_before(scorer, kept_words)
-    scores = scorer.score(kept_words, **given)
+    with _sizes_as_options():
+        scores = scorer.score(kept_words, indices=kept, **given)
     records = [scores_record(s, index=i, unit=unit.value, eos=eos) for i, s in zip(kept, scores, strict=True)]
     name = f"surprisal_{unit.value}"
     if format_ == ScoreFormat.jsonl:
@@ -1198,6 +1256,62 @@ def score_command(
                     f"{record['sentence']}\t{position}\t{token}\t{'nan' if value is None else repr(value)}"
                 )
     _write_lines(lines, out)
+
+
+BEAM_OPTIONS = ["action_beam", "word_beam", "fast_track"]
+# The library's size arguments (``SizeError.name``) as the options of parse, score and eval ppl.
+SIZE_OPTIONS = {
+    "k": "--kbest",
+    "n": "--samples",
+    "distinct": "--samples",
+    "samples": "--samples",
+    "action_beam": "--action-beam",
+}
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether the parameter ``name`` was given (on the command line or in the environment)
+    rather than left at its default (by the name of its source: typer has its own click)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
+def _refuse_given(ctx: typer.Context, names: list[str], needs: str) -> None:
+    """``BadParameter`` for the first of the parameters ``names`` that was given: it is for
+    ``needs``, which this command line does not have (an option is refused, never ignored)."""
+    for name in names:
+        if _given(ctx, name):
+            param = next(param for param in ctx.command.params if param.name == name)
+            negated = ctx.params.get(name) is False and param.secondary_opts
+            option = param.secondary_opts[0] if negated else param.opts[0]
+            raise typer.BadParameter(f"{option} is for {needs}", param_hint=option)
+
+
+@contextlib.contextmanager
+def _sizes_as_options() -> Iterator[None]:
+    """A ``SizeError`` of a library argument (``SIZE_OPTIONS``) as the ``BadParameter`` of its
+    option: the message names the option, the memory it would take and the largest value that fits."""
+    from syntaxlm.errors import SizeError
+
+    try:
+        yield
+    except SizeError as error:
+        if error.name not in SIZE_OPTIONS:
+            raise
+        raise typer.BadParameter(error.problem, param_hint=SIZE_OPTIONS[error.name]) from None
+
+
+def _check_importance_samples(samples: int, option: str = "--samples") -> None:
+    """The trees drawn per sentence for importance sampling (``eval ppl --parser``, ``reproduce``):
+    at least the groups its spread over draws comes from, before any work."""
+    from syntaxlm.inference.importance import GROUPS
+
+    if samples < GROUPS:
+        raise typer.BadParameter(
+            f"{samples} is too few: the spread over draws comes from {GROUPS} independent groups of each "
+            f"sentence's samples; at least {GROUPS}",
+            param_hint=option,
+        )
 
 
 def _scorer(model: Path, method: str, action_beam: int, word_beam: int, fast_track: int, **options):
@@ -1269,6 +1383,7 @@ class ParseMethod(str, Enum):
 
 @app.command("parse")
 def parse_command(
+    ctx: typer.Context,
     model: ModelArgument,
     sentences: SentencesArgument,
     method: Annotated[
@@ -1295,10 +1410,14 @@ def parse_command(
     kbest: Annotated[
         int | None,
         typer.Option(
-            min=1, help="With a parser as MODEL: its k best trees per sentence, as INDEX<TAB>TREE lines."
+            min=1,
+            help="With a parser as MODEL: its k best trees per sentence (all of them for a sentence with "
+            "fewer), as INDEX<TAB>TREE lines.",
         ),
     ] = None,
-    seed: Annotated[int, typer.Option(help="The seed of the parser's samples.")] = 0,
+    seed: Annotated[
+        int, typer.Option(min=0, max=PARSER_SEED_MAX, help="The seed of the parser's samples.")
+    ] = 0,
     pos_tags: PosTagsOption = True,
     out: Annotated[Path | None, typer.Option(help="Write the trees here instead of printing them.")] = None,
     action_beam: ActionBeamOption = 100,
@@ -1310,15 +1429,26 @@ def parse_command(
 ) -> None:
     """Parse sentences with a joint, structure-inducing or proposal-parser model: PTB brackets, one
     tree per line (a parser's k best or samples: INDEX<TAB>TREE lines)."""
+    _refuse_overwriting(out, [sentences, proposals])
     from syntaxlm.data.sentences import read_sentences
     from syntaxlm.inference import BeamSettings, parse, read_proposals
     from syntaxlm.models import SyntacticLM, load_model, load_parser
     from syntaxlm.trees.ptb import write_trees
 
-    words = read_sentences(sentences)[:limit]
+    in_file = read_sentences(sentences)
+    words = in_file[:limit]
     loaded = load_model(model)
     if not isinstance(loaded, SyntacticLM):
-        _parser_trees(loaded, words, kbest, samples, seed, batch_size, out)
+        if method != ParseMethod.auto:
+            raise typer.BadParameter(
+                f"--method {method.value} is for other models: a proposal parser gives its own trees",
+                param_hint="--method",
+            )
+        _refuse_given(ctx, ["proposals", "parser", "pos_tags", *BEAM_OPTIONS], "a joint model as MODEL")
+        if samples is None:
+            _refuse_given(ctx, ["seed"], "--samples")
+        with _sizes_as_options():
+            _parser_trees(loaded, words, kbest, samples, seed, batch_size, out)
         return
     if kbest is not None:
         raise typer.BadParameter("--kbest is for a proposal parser as MODEL", param_hint="--kbest")
@@ -1326,23 +1456,35 @@ def parse_command(
         raise typer.BadParameter(
             "--method rerank needs --proposals or --parser, one of them", param_hint="--proposals"
         )
+    if method != ParseMethod.rerank:
+        _refuse_given(ctx, ["proposals", "parser"], "--method rerank")
+    if parser is None:
+        _refuse_given(ctx, ["samples", "seed"], "--method rerank with --parser (the trees it draws)")
+    if proposals is None:
+        _refuse_given(ctx, ["pos_tags"], "--proposals (how their trees are read)")
+    resolved = method.value if method != ParseMethod.auto else "induced" if loaded.induces_trees else "beam"
+    if resolved != "beam":
+        _refuse_given(ctx, BEAM_OPTIONS, f"the beam search (the method here is {resolved})")
     given = (
-        None if proposals is None else read_proposals(proposals, n_sentences=len(words), pos_tags=pos_tags)
+        None
+        if proposals is None
+        else read_proposals(proposals, n_sentences=len(in_file), pos_tags=pos_tags)[:limit]
     )
     beam = BeamSettings(action_beam, word_beam, fast_track)
-    trees = parse(
-        loaded,
-        words,
-        method=method.value,
-        proposals=given,
-        parser=None if parser is None else load_parser(parser),
-        samples=300 if samples is None else samples,
-        seed=seed,
-        beam=beam,
-        batch_size=batch_size,
-        progress=progress,
-        on_estimate=_estimate_teller(words, beam if method != ParseMethod.rerank else None),
-    )
+    with _sizes_as_options():
+        trees = parse(
+            loaded,
+            words,
+            method=method.value,
+            proposals=given,
+            parser=None if parser is None else load_parser(parser),
+            samples=300 if samples is None else samples,
+            seed=seed,
+            beam=beam,
+            batch_size=batch_size,
+            progress=progress,
+            on_estimate=_estimate_teller(words, beam if method != ParseMethod.rerank else None),
+        )
     if out is None:
         typer.echo("\n".join(tree.to_bracket() for tree in trees))
     else:
@@ -1352,20 +1494,37 @@ def parse_command(
 def _parser_trees(parser, words: list[list[str]], kbest: int | None, samples: int | None, seed: int,
                   batch_size: int, out: Path | None) -> None:  # fmt: skip
     """``parse`` with a proposal parser as the model: its best tree per sentence, or its ``kbest``
-    trees or ``samples`` different sampled trees (``draw_proposals``) as INDEX<TAB>TREE lines."""
+    trees or ``samples`` different sampled trees (``draw_proposals``) as INDEX<TAB>TREE lines after
+    ``NO_POS_TAGS_HEADER`` (its trees have none), which ``--proposals`` reads as they are. A note
+    on stderr says how many sentences have fewer trees than asked for."""
     from syntaxlm.inference.importance import draw_proposals
+    from syntaxlm.inference.marginal import NO_POS_TAGS_HEADER
 
     if kbest is not None and samples is not None:
         raise typer.BadParameter("give --kbest or --samples, not both", param_hint="--kbest")
     if kbest is None and samples is None:
-        lines = [best[0].tree.to_bracket() for best in parser.parse(words, batch_size=batch_size)]
-    elif kbest is not None:
-        found = parser.parse(words, k=kbest, batch_size=batch_size)
-        lines = [f"{i}\t{tree.tree.to_bracket()}" for i, trees in enumerate(found) for tree in trees]
+        best = parser.parse(words, batch_size=batch_size)
+        _write_lines([trees[0].tree.to_bracket() for trees in best], out)
+        return
+    if kbest is not None:
+        found = [[t.tree for t in trees] for trees in parser.parse(words, k=kbest, batch_size=batch_size)]
+        asked, why = kbest, "all of their trees are written"
     else:
         drawn = draw_proposals(parser, words, samples, seed=seed, batch_size=batch_size)
-        lines = [f"{i}\t{tree.to_bracket()}" for i, draw in enumerate(drawn) for tree in draw.trees]
-    _write_lines(lines, out)
+        found, asked = [draw.trees for draw in drawn], samples
+        why = (
+            "drawing stops once a sentence's trees are all drawn, after 100 draws per tree asked for, or "
+            "once the trees drawn hold all but 1e-9 of the parser's probability"
+        )
+    lines = [f"{i}\t{tree.to_bracket()}" for i, trees in enumerate(found) for tree in trees]
+    _write_lines([NO_POS_TAGS_HEADER, *lines], out)
+    fewer = [i for i, trees in enumerate(found) if len(trees) < asked]
+    if fewer:
+        typer.echo(
+            f"note: {len(fewer)} sentence(s) have fewer than {asked} different trees (sentence {fewer[0]}: "
+            f"{len(found[fewer[0]])}); {why}",
+            err=True,
+        )
 
 
 class GenerateFormat(str, Enum):
@@ -1539,6 +1698,12 @@ def view_command(
         if isinstance(error, SyntaxlmError):
             raise
         raise typer.BadParameter(str(error)) from None
+    except KeyboardInterrupt:  # typer turns it into a silent exit 130 before main() could say this
+        kept = f"{out} unchanged" if out.exists() else f"{out} not created"
+        typer.echo(
+            f"interrupted; no page written ({kept}: a page is put in place only when complete)", err=True
+        )
+        raise typer.Exit(130) from None
     typer.echo(f"page written to {path} ({path.stat().st_size / 1e6:.1f} MB)")
 
 
@@ -1658,7 +1823,9 @@ def model_seal(
     if not target.is_file():
         raise FileNotFoundError(f"no such model folder or safetensors file: {path}")
     digest, changed = seal_tensors_file(target)
-    typer.echo(f"{'sealed' if changed else 'already sealed'} {target}: tensors_sha256 {digest}")
+    linked = f" (the file the link {target} points to)" if target.is_symlink() else ""
+    sealed = target.resolve() if linked else target
+    typer.echo(f"{'sealed' if changed else 'already sealed'} {sealed}{linked}: tensors_sha256 {digest}")
 
 
 # -- train ----------------------------------------------------------------------------------------------
@@ -1806,7 +1973,7 @@ def quickstart(
     """
     from syntaxlm.quickstart import run_quickstart
 
-    chosen = [name.strip() for name in models.split(",") if name.strip()] if models else None
+    chosen = _names(models, "--models")
     with _resumed_when_run_again(out):
         run_quickstart(out, data=data, fast=fast, seed=seed, models=chosen, workers=workers, echo=typer.echo)
 
@@ -1866,6 +2033,8 @@ def reproduce_command(
 
     if seeds < 1:
         raise typer.BadParameter("at least one seed", param_hint="--seeds")
+    if parser != "none":
+        _check_importance_samples(proposal_samples, "--proposal-samples")
     settings = EvalSettings(
         beam=BeamSettings(action_beam, word_beam, fast_track),
         test_sentences=test_sentences,
@@ -1896,12 +2065,21 @@ app.add_typer(experiment_app, name="experiment")
 
 def _numbers(text: str | None, option: str) -> tuple[int, ...] | None:
     """``"1000,4000"`` as ``(1000, 4000)``; ``None`` stays ``None``."""
-    if text is None:
-        return None
     try:
-        return tuple(int(part) for part in text.split(",") if part.strip())
+        return None if text is None else tuple(map(int, _names(text, option)))
     except ValueError:
         raise typer.BadParameter(f"{text!r}: expected comma-separated integers", param_hint=option) from None
+
+
+def _names(text: str | None, option: str) -> tuple[str, ...] | None:
+    """``"tg, lm"`` as ``("tg", "lm")``; ``None`` (the option left out) stays ``None``; a list given
+    empty is refused, not taken for the default."""
+    if text is None:
+        return None
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise typer.BadParameter(f"{text!r}: expected comma-separated values, none given", param_hint=option)
+    return names
 
 
 def _sweep(text: str | None) -> tuple[str, tuple[str, ...]] | None:
@@ -1978,7 +2156,7 @@ def experiment_curve(
     given = {
         "sizes": _numbers(sizes, "--sizes"),
         "seeds": _numbers(seeds, "--seeds"),
-        "models": tuple(n.strip() for n in models.split(",") if n.strip()) if models else None,
+        "models": _names(models, "--models"),
         "items_per_suite": items_per_suite,
         "lexicon_size": lexicon_size,
         "data_seed": data_seed,
@@ -2002,17 +2180,49 @@ def experiment_curve(
         run_curve(out, settings, workers=workers, echo=typer.echo)
 
 
+def _interrupts_say_what_was_kept(typer_app: typer.Typer) -> None:
+    """Give every command of ``typer_app`` and its sub-apps ``_kept_on_interrupt``."""
+    for info in typer_app.registered_commands:
+        info.callback = _kept_on_interrupt(info.callback)
+    for group in typer_app.registered_groups:
+        _interrupts_say_what_was_kept(group.typer_instance)
+
+
+def _kept_on_interrupt(command):
+    """``command``, whose Ctrl-C prints one line saying what was kept and exits with status 130
+    (typer would exit silently). Commands that train say more (``_resumed_when_run_again``)."""
+
+    @functools.wraps(command)
+    def run(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except KeyboardInterrupt:
+            typer.echo(
+                "interrupted; files this command finished are kept, none is left half-written "
+                "(each is put in place only when complete)",
+                err=True,
+            )
+            raise typer.Exit(130) from None
+
+    return run
+
+
+_interrupts_say_what_was_kept(app)
+
+
 def main() -> None:
-    """Console entry point: library errors become one clear message and exit status 2."""
+    """Console entry point: library errors and failed file operations become one clear message and
+    exit status 2."""
+    from syntaxlm.files import os_error_message
+
     try:
         app()
-    except (SyntaxlmError, FileNotFoundError, IsADirectoryError) as error:
-        typer.secho(f"error: {error}", err=True, fg=typer.colors.RED)
-        sys.exit(2)
+    except SyntaxlmError as error:
+        _fail(str(error))
     except OSError as error:
-        if error.errno not in NO_SPACE:
-            raise
-        where = f" writing {error.filename}" if error.filename else ""
-        message = f"error: no space left on the device{where}: {error.strerror}"
-        typer.secho(message, err=True, fg=typer.colors.RED)
-        sys.exit(2)
+        _fail(os_error_message(error))
+
+
+def _fail(message: str) -> None:
+    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
+    sys.exit(2)

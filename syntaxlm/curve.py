@@ -63,7 +63,7 @@ from syntaxlm.experiments import (
 )
 from syntaxlm.files import atomic_writer, read_json
 from syntaxlm.inference.beam import BeamSettings
-from syntaxlm.models import MODEL_CARDS, ConfigError
+from syntaxlm.models import MODEL_CARDS, MODEL_NAMES, ConfigError
 from syntaxlm.results import read_result, result_record, write_result
 
 PHENOMENA = SYNTHETIC_PHENOMENA
@@ -137,6 +137,12 @@ class CurveSettings:
             raise ConfigError(f"curve: seeds must be distinct, got {self.seeds}")
         if not self.models or len(set(self.models)) != len(self.models):
             raise ConfigError(f"curve: models must be distinct names, got {self.models}")
+        if not set(self.models) <= set(MODEL_NAMES):
+            unknown = ", ".join(sorted(set(self.models) - set(MODEL_NAMES)))
+            raise ConfigError(
+                f"curve: {unknown}: not a language model; the curve measures the SyntaxGym accuracy of "
+                f"language models: {', '.join(MODEL_NAMES)}"
+            )
         if self.lexicon_size is not None and self.lexicon_size < 1:
             raise ConfigError(f"curve: lexicon_size must be at least 1 or None, got {self.lexicon_size}")
         if self.sweep is not None:

@@ -116,6 +116,10 @@ class NoSpaceError(SyntaxlmError, OSError):
         return str(self.strerror)
 
 
+class OutputIsInputError(SyntaxlmError, ValueError):
+    """An output would replace a file the same command reads (``files.refuse_overwriting``)."""
+
+
 class DownloadError(SyntaxlmError):
     """A dataset could not be fetched, or its contents failed verification."""
 
@@ -135,3 +139,21 @@ class ActionSequenceError(SyntaxlmError, ValueError):
 
 class StageError(SyntaxlmError):
     """A stage of a long job (run in a worker process) failed on its input; names the stage."""
+
+
+class SizeError(SyntaxlmError, ValueError):
+    """A size a user asked for that the machine cannot hold (synthetic sentences, the k best trees,
+    samples, a beam; ``syntaxlm.memory.check_size``), refused before anything is allocated.
+    ``name`` is the argument, ``value`` what was asked, ``most`` the largest value that fits (0:
+    none does); ``problem`` says what was asked without the argument's name, so that a command
+    line can name its own option instead."""
+
+    def __init__(self, name: str, value: int, most: int, problem: str):
+        self.name = name
+        self.value = value
+        self.most = most
+        self.problem = problem
+        super().__init__(f"{name}={problem}")
+
+    def __reduce__(self):  # pickled whole (from a worker process), not as its message alone
+        return type(self), (self.name, self.value, self.most, self.problem)

@@ -481,15 +481,28 @@ def proposal_perplexity(
     ``p(x)``), and, unless ``beam`` is
     ``None``, the beam's marginal on the same sentences (``beam``: also a lower bound). All three
     use the model's own distribution, as trained (the beam without its renormalisation over valid
-    actions), so that they estimate the same ``p(x)``."""
+    actions), so that they estimate the same ``p(x)``. ``samples`` is at least ``GROUPS``
+    (``InferenceError`` else: the spread over draws comes from that many groups of each sentence's
+    draws); sizes that would not fit in memory, the beam's too, are refused before any work
+    (``SizeError``)."""
     from syntaxlm.eval.perplexity import perplexity
-    from syntaxlm.inference import Scorer, perplexity_logprobs
-    from syntaxlm.inference.importance import importance_perplexity
+    from syntaxlm.inference import InferenceError, Scorer, perplexity_logprobs
+    from syntaxlm.inference.beam import check_beam_size
+    from syntaxlm.inference.grammar import ActionSpace
+    from syntaxlm.inference.importance import GROUPS, importance_perplexity
 
+    if samples < GROUPS:
+        raise InferenceError(
+            f"samples must be at least {GROUPS}, got {samples}: the spread over draws comes from "
+            f"{GROUPS} independent groups of each sentence's samples"
+        )
     scorer = Scorer(
         model, method="proposals", parser=parser, samples=samples, seed=seed, batch_size=batch_size,
         progress=progress,
     )  # fmt: skip
+    if beam is not None:  # checked now, not after the proposals' work
+        space = ActionSpace(model.action_grammar(), max_open=beam.max_open, max_openers=beam.max_openers)
+        check_beam_size(model, space, beam, min(batch_size, len(sentences)))
     scores = scorer.score(sentences)
     logprobs, ends, marginalisation = perplexity_logprobs(scorer, sentences, scores=scores)
     bound = perplexity(logprobs, ends, marginalisation=marginalisation)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from syntaxlm.errors import InputFormatError, NoSpaceError
+from syntaxlm.errors import InputFormatError, NoSpaceError, OutputIsInputError, SyntaxlmError
 
 ErrorType = Callable[..., InputFormatError]
 """An ``InputFormatError`` subclass, called as
@@ -38,16 +38,73 @@ def atomic_writer(path: str | Path, mode: str = "w", encoding: str | None = "utf
     fd, tmp = temporary_file_beside(path)
     try:
         binary = "b" in mode
-        with os.fdopen(fd, mode, encoding=None if binary else encoding) as handle:
+        with _named_output(path, tmp), os.fdopen(fd, mode, encoding=None if binary else encoding) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes the file private; written data is meant to be shared
-        os.replace(tmp, path)
+        with _named_output(path, tmp):
+            os.chmod(tmp, 0o644)  # mkstemp makes the file private; written data is meant to be shared
+            os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def _named_output(path: Path, temporary: str) -> Iterator[None]:
+    """An ``OSError`` while writing ``path`` through ``temporary`` names ``path``, not the temporary
+    file (or no file at all, as a failed ``write`` does): the error the user sees names their output."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno is None or error.filename not in (None, temporary):
+            raise
+        raise type(error)(error.errno, error.strerror, str(path)) from error
+
+
+def os_error_message(error: OSError) -> str:
+    """One line for an ``OSError`` a command could not get past (a full disk, a read-only or
+    forbidden folder, a path through a file): what happened, to which file, and what to do."""
+    if isinstance(error, SyntaxlmError) or error.errno is None:  # a message of the library's own
+        return str(error)
+    where = error.filename if error.filename is not None else "a file"
+    if error.filename2 is not None:
+        where = f"{error.filename} -> {error.filename2}"
+    if error.errno in NO_SPACE:
+        return f"no space left on the device writing {where}; free space there or choose another folder"
+    if error.errno == errno.EROFS:
+        return f"cannot write {where}: the file system is read-only; choose another folder"
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return f"cannot open {where}: permission denied"
+    if error.errno == errno.EEXIST and error.filename is not None and not Path(error.filename).is_dir():
+        return f"cannot make the folder {where}: a file of that name is there"
+    if error.errno == errno.ENOENT:
+        return f"no such file or folder: {where}"
+    if error.errno == errno.EISDIR:
+        return f"{where} is a folder; a file was expected"
+    if error.errno == errno.ENOTDIR:
+        return f"cannot use {where}: a part of the path is a file, not a folder"
+    return f"{where}: {error.strerror or error}"
+
+
+def refuse_overwriting(output: str | Path | None, inputs: Iterable[str | Path | None]) -> None:
+    """Refuse, before any work, an ``output`` that exists and is one of the ``inputs`` (by any path or
+    link) or lies inside an input folder (where it would be read as an input): an output never
+    replaces what its command reads."""
+    if output is None or not Path(output).exists():
+        return
+    output = Path(output)
+    for given in map(Path, filter(None, inputs)):
+        if given.is_dir() and output.resolve().is_relative_to(given.resolve()):
+            where = f"inside the input folder {given}"
+        elif given.is_file() and os.path.samefile(output, given):
+            where = "an input of this command" if output == given else f"the input {given}"
+        else:
+            continue
+        raise OutputIsInputError(
+            f"the output {output} is {where}: writing it would replace what is read; choose another output"
+        )
 
 
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
@@ -76,7 +133,10 @@ def no_space_reported(folder: str | Path, what: str) -> Iterator[None]:
 def temporary_file_beside(path: Path) -> tuple[int, str]:
     """A new file ``.NAME.XXXXXXXX.tmp`` in ``path``'s folder (``mkstemp``: descriptor and name), for
     a write renamed over ``path`` when it is done; ``remove_temporary_files`` knows the name."""
-    return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as error:  # named by the file it is for: the temporary name means nothing to a user
+        raise type(error)(error.errno, error.strerror, str(path)) from error
 
 
 # mkstemp's random part is 8 characters of [a-z0-9_].
@@ -143,29 +203,54 @@ def first_invalid_utf8(path: str | Path) -> tuple[int, int, str]:
     return 0, 0, "unknown"
 
 
-def read_lines(path: str | Path, error: ErrorType) -> Iterator[str]:
-    """The lines of a text file as ``open_text`` reads them (``.gz`` decompressed, BOM dropped,
-    ``\\r\\n`` and ``\\r`` read as ``\\n``). Bytes that are not UTF-8, and a ``.gz`` file that is not
-    gzip or is cut short, raise ``error`` naming the file and the line."""
-    number = 0
+@contextlib.contextmanager
+def _read_errors_located(path: str | Path, error: ErrorType, line: Callable[[], int]) -> Iterator[None]:
+    """Around reading a text file: bytes that are not UTF-8, and a ``.gz`` file that is not gzip or
+    is cut short, raise ``error`` naming the file and the line (``line()``: the line being read)."""
     try:
-        with open_text(path) as handle:
-            for number, line in enumerate(handle, 1):
-                yield line
+        yield
     except UnicodeDecodeError:
         raise _utf8_error(path, error) from None
     except (gzip.BadGzipFile, EOFError, zlib.error) as problem:
         raise error(
             f"the compressed data is damaged or cut short ({problem})",
             path=str(path),
-            line=number + 1,
+            line=line(),
             expected="a complete gzip file",
         ) from None
 
 
-def read_text(path: str | Path, error: ErrorType) -> str:
-    """The whole of a text file, read as ``read_lines`` reads it."""
-    return "".join(read_lines(path, error))
+def read_lines(path: str | Path, error: ErrorType) -> Iterator[str]:
+    """The lines of a text file as ``open_text`` reads them (``.gz`` decompressed, BOM dropped,
+    ``\\r\\n`` and ``\\r`` read as ``\\n``). Bytes that are not UTF-8, and a ``.gz`` file that is not
+    gzip or is cut short, raise ``error`` naming the file and the line."""
+    number = 0
+    with _read_errors_located(path, error, lambda: number + 1), open_text(path) as handle:
+        for number, line in enumerate(handle, 1):
+            yield line
+
+
+READ_CHUNK = 1 << 20  # characters
+
+
+def read_text(path: str | Path, error: ErrorType, *, most: int | None = None) -> str:
+    """The whole of a text file, read as ``read_lines`` reads it. ``most``: a file of more
+    characters (decompressed) raises ``error``, read no further than that (a sparse or compressed
+    file can hold far more than its size on disk)."""
+    if most is None:
+        return "".join(read_lines(path, error))
+    chunks: list[str] = []
+    size = lines = 0
+    with _read_errors_located(path, error, lambda: lines + 1), open_text(path) as handle:
+        while chunk := handle.read(READ_CHUNK):
+            size += len(chunk)
+            if size > most:
+                raise error(
+                    f"more than {most:,} characters", path=str(path), expected=f"at most {most:,} characters"
+                )
+            lines += chunk.count("\n")
+            chunks.append(chunk)
+    return "".join(chunks)
 
 
 def _utf8_error(path: str | Path, error: ErrorType) -> InputFormatError:
@@ -225,19 +310,23 @@ def _first_duplicate_key(data: Any) -> DuplicateKeyError:
         if isinstance(value, _ObjectWithDuplicateKey):
             return DuplicateKeyError(path or "top level", value.duplicate)
         if isinstance(value, dict):
-            children = [(child, path + _key_step(key, path)) for key, child in value.items()]
+            children = [(child, json_path(path, key)) for key, child in value.items()]
         elif isinstance(value, list):
-            children = [(child, f"{path}[{index}]") for index, child in enumerate(value)]
+            children = [(child, json_path(path, index)) for index, child in enumerate(value)]
         else:
             continue
         stack.extend(reversed(children))
     raise ValueError("no object with a repeated key")
 
 
-def _key_step(key: str, path: str) -> str:
-    if key.isidentifier() and len(key) <= 40:
-        return f".{key}" if path else key
-    return f"[{reprlib.repr(key)}]"
+def json_path(parent: str, step: str | int) -> str:
+    """The path of a member of the JSON value at ``parent`` (``""``: the document): an array's
+    ``items[3]``, an object's ``result.suite``, or ``inputs['a key']`` for a key that is not a name."""
+    if isinstance(step, int):
+        return f"{parent}[{step}]"
+    if step.isidentifier() and len(step) <= 40:
+        return f"{parent}.{step}" if parent else step
+    return f"{parent}[{reprlib.repr(step)}]"
 
 
 def json_loads(text: str, *, unique_keys: bool = False) -> Any:
@@ -292,6 +381,9 @@ def parse_json(
         ) from None
 
 
-def read_json(path: str | Path, error: ErrorType, *, expected: str | None = None) -> Any:
-    """A whole JSON file, every problem with its bytes or its JSON raised as ``error`` with a place."""
-    return parse_json(read_text(path, error), error, path=path, expected=expected)
+def read_json(
+    path: str | Path, error: ErrorType, *, expected: str | None = None, most: int | None = None
+) -> Any:
+    """A whole JSON file, every problem with its bytes or its JSON raised as ``error`` with a place;
+    ``most``: the most characters read (``read_text``)."""
+    return parse_json(read_text(path, error, most=most), error, path=path, expected=expected)

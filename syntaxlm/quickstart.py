@@ -267,6 +267,8 @@ def run_quickstart(
         budget = FAST if fast else FULL
     chosen = [m for m in MODELS if models is None or m.name in models]
     unknown = set(models or ()) - {m.name for m in MODELS}
+    if models is not None and not models:
+        raise InputFormatError("no quickstart model chosen", expected=", ".join(m.name for m in MODELS))
     if unknown:
         raise InputFormatError(
             f"unknown quickstart model(s) {', '.join(sorted(unknown))}",

@@ -178,6 +178,51 @@ def test_eval_ppl_with_invalid_utf8_is_an_error_at_the_byte(tmp_path, contents, 
     assert "invalid UTF-8" in str(error)
 
 
+PROPOSAL_INDICES = [
+    ("\u00b9", "not a proposal line: the sentence index '\u00b9' is not a number"),  # a digit to isdigit()
+    ("\u0663", "not a proposal line: the sentence index '\u0663' is not a number"),  # int() reads it as 3
+    ("9" * 5000, "not a proposal line: the sentence index has 5000 digits"),  # int() refuses > 4,300
+    ("-1", "not a proposal line: the sentence index '-1' is not a number"),
+    ("1_0", "not a proposal line: the sentence index '1_0' is not a number"),
+    ("2", "sentence index 2 is out of range for 2 sentences"),
+]
+
+
+@pytest.mark.parametrize(
+    ("index", "problem"), PROPOSAL_INDICES, ids=["superscript", "arabic", "5000", "-1", "1_0", "2"]
+)
+def test_a_proposal_index_that_is_not_a_sentence_number_is_an_error_at_its_line(tmp_path, index, problem):
+    from syntaxlm.inference import read_proposals
+
+    path = tmp_path / "proposals.txt"
+    path.write_text(f"0\t(S (NP (DT a)))\n{index}\t(S (NP (DT b)))\n", encoding="utf-8")
+    with pytest.raises(InputFormatError) as caught:
+        read_proposals(path, n_sentences=2)
+    expected = "a sentence index in ASCII digits (at most 18) below 2 (the number of sentences), then a tab"
+    assert str(caught.value) == f"{path}:2:1: {problem}; expected {expected}"
+
+
+def test_a_proposal_index_of_5000_digits_is_one_clear_line_from_the_command(tmp_path):
+    from syntaxlm.models import build_model
+    from syntaxlm.text.vocab import WordVocab
+
+    vocab = WordVocab.build([["a", "b"]], min_freq=1, symbols=["(S", "S)"])
+    config = {"model": "tg", "d_model": 8, "n_layers": 1, "n_heads": 2, "d_ff": 8, "segment_length": 8}
+    build_model(config, {"vocab": vocab}).save_pretrained(tmp_path / "tg")
+    (tmp_path / "sentences.txt").write_text("a\n")  # one sentence
+    proposals = tmp_path / "proposals.txt"
+    proposals.write_text("9" * 5000 + "\t(S (X a))\n")
+    sentences = tmp_path / "sentences.txt"
+    result = run("score", tmp_path / "tg", sentences, "--method", "proposals", "--proposals", proposals)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        (
+            f"error: {proposals}:1:1: not a proposal line: the sentence index has 5000 digits; expected a "
+            "sentence index in ASCII digits (at most 18) below 1 (the number of sentences), then a tab"
+        )
+    ]
+
+
 def test_eval_sg_scores_golden_draws(tmp_path, golden, shared_data):
     data = json.loads((golden / "sg_predictions.json").read_text())
     for record in data["suites"][:3]:

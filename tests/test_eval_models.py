@@ -98,7 +98,8 @@ def test_perplexity_of_each_model_and_the_report(runs, tmp_path):
         ("txl-terminals", "auto", sentences),
     ):
         out = runs / name / f"ppl-{method}.json"
-        result = run("eval", "ppl", data, "--model", runs / name / "best", "--method", method, *SMALL_BEAM,
+        beam = SMALL_BEAM if (name, method) == ("tg", "beam") else ()  # refused by the other methods
+        result = run("eval", "ppl", data, "--model", runs / name / "best", "--method", method, *beam,
                      "--no-progress", "--json", "--out", out)  # fmt: skip
         assert result.returncode == 0, result.stderr
         results[name, method] = json.loads(result.stdout)

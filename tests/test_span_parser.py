@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -16,10 +17,10 @@ from typer.testing import CliRunner
 
 from syntaxlm.cli import app
 from syntaxlm.data.synthetic import SyntheticTreebank
-from syntaxlm.errors import TreeError
+from syntaxlm.errors import SyntaxlmError, TreeError
 from syntaxlm.inference import proposal_scores, rerank
 from syntaxlm.inference.importance import ProposalDraw, importance_perplexity, sentence_estimate, with_draws
-from syntaxlm.inference.marginal import gold_scores
+from syntaxlm.inference.marginal import NO_POS_TAGS_HEADER, gold_scores
 from syntaxlm.models import build_model, load_model, model_class, model_config
 from syntaxlm.models.decoding import Decoder
 from syntaxlm.models.span_chart import inside, kbest_trees, sample_trees, tree_scores
@@ -281,7 +282,8 @@ def test_a_saved_parser_loads_with_its_labels_and_parses_from_the_command_line(p
     sentences.write_text("".join(" ".join(t.leaves()) + "\n" for t in trees[150:153]))
     result = CliRunner().invoke(app, ["parse", str(tmp_path / "parser"), str(sentences), "--kbest", "2"])
     assert result.exit_code == 0, result.output
-    lines = result.output.strip().splitlines()
+    header, *lines = result.output.strip().splitlines()
+    assert header == NO_POS_TAGS_HEADER  # the parser's trees have no POS tags: --proposals reads them so
     assert [line.split("\t")[0] for line in lines][:2] == ["0", "0"]
     assert Tree.from_bracket(lines[0].split("\t")[1]).leaves() == trees[150].leaves()
     refused = CliRunner().invoke(app, ["eval", "ppl", str(sentences), "--model", str(tmp_path / "parser")])
@@ -441,3 +443,190 @@ def test_evaluating_a_saved_parser_scores_its_best_trees(parser, corpus, tmp_pat
     assert record["options"]["parses"] == "the parser's best tree (Viterbi)"
     summary = record["result"]["summary"]["all"]
     assert summary["sentences"] == len(trees) and 0 < summary["f1"] <= 100
+
+
+# --- sizes, options and messages of the parser's commands ---------------------------------------------
+
+
+def test_tree_counts_are_the_enumerations_and_k_beyond_them_gives_them_all(parser, corpus):
+    from syntaxlm.models.span_chart import tree_counts
+
+    assert tree_counts(4, LABELS, 10**30) == [0, *(len(all_trees(n)) for n in range(1, 5))]
+    assert tree_counts(4, LABELS, 100) == [0, 2, 18, 100, 100]  # capped: never more than asked for
+    words = min((t.leaves() for t in corpus[1][150:]), key=len)[:2]
+    every = tree_counts(2, len(parser.labels), 10**30)[-1]
+    found = parser.parse([words], k=10**20)[0]  # no 10**20-wide chart: the sentence's trees, all of them
+    assert len(found) == every and len({t.tree for t in found}) == every
+    assert np.logaddexp.reduce([t.logprob for t in found]) == pytest.approx(0.0, abs=1e-6)
+    # Drawing until more different trees than a one-word sentence has ends with all of them.
+    chains = {t.tree for t in parser.sample([words[:1]], 5, distinct=10**5)[0]}
+    assert len(chains) <= tree_counts(1, len(parser.labels), 10**5)[-1]
+
+
+def test_sizes_beyond_memory_are_refused_before_any_work_naming_the_bound(parser):
+    from syntaxlm.errors import SizeError
+
+    words = [["the", "bird", "sings"]] * 4
+    for call, name in [
+        (lambda: parser.parse(words, k=10**9), "k"),
+        (lambda: parser.parse(words, k=10**20), "k"),
+        (lambda: parser.sample(words, 10**9), "n"),
+        (lambda: parser.sample(words, 3, distinct=10**20), "distinct"),
+    ]:
+        with pytest.raises(SizeError) as caught:
+            call()
+        assert caught.value.name == name and caught.value.most >= 1
+        message = str(caught.value)
+        assert f"at most {caught.value.most} fits" in message and "memory available" in message
+    for seed in (-1, 2**63):
+        with pytest.raises(ValueError, match="seed must be"):
+            parser.sample(words, 2, seed=seed)
+    assert parser.sample(words[:1], 2, seed=2**63 - 1)
+
+
+@pytest.fixture(scope="module")
+def saved(tg, parser, corpus, tmp_path_factory):
+    """The tiny TG and the parser saved, three short sentences, the parser's proposals for them
+    and a proposals file whose tree for sentence 1 has other words."""
+    _, trees, _ = corpus
+    folder = tmp_path_factory.mktemp("commands")
+    tg.save_pretrained(folder / "tg")
+    parser.save_pretrained(folder / "parser")
+    short = sorted(trees[150:], key=lambda t: len(t.leaves()))[:3]
+    (folder / "sentences.txt").write_text("".join(" ".join(t.leaves()) + "\n" for t in short))
+    (folder / "proposals.txt").write_text("".join(f"{i}\t{t.to_bracket()}\n" for i, t in enumerate(short)))
+    (folder / "bad.txt").write_text(
+        f"0\t{short[0].to_bracket()}\n1\t(S other words)\n2\t{short[2].to_bracket()}\n"
+    )
+    return folder
+
+
+def invoke(folder: Path, *args) -> tuple[int, str]:
+    """The command line in this process, run in ``folder`` (names there: tg, parser, the files)."""
+    names = {"TG": "tg", "P": "parser", "S": "sentences.txt", "F": "proposals.txt", "BAD": "bad.txt"}
+    args = [str(folder / names[a]) if a in names else str(a) for a in args]
+    result = CliRunner().invoke(app, [*args, "--no-progress"])
+    error = result.exception
+    assert error is None or isinstance(error, (SystemExit, SyntaxlmError)), repr(error)
+    said = f"error: {error}" if isinstance(error, SyntaxlmError) else ""  # as main() says it
+    return result.exit_code, " ".join(f"{result.output} {said}".split())
+
+
+BEAM = ("--action-beam", "5", "--word-beam", "2", "--fast-track", "1")
+IGNORED = [
+    (("parse", "P", "S", "--method", "beam"), "--method", "--method beam is for other models"),
+    (("parse", "P", "S", "--method", "induced"), "--method", "--method induced is for other models"),
+    (("parse", "P", "S", "--method", "rerank", "--parser", "P"), "--method", "--method rerank is for other"),
+    (("parse", "P", "S", "--proposals", "F"), "--proposals", "--proposals is for a joint model as MODEL"),
+    (("parse", "P", "S", "--action-beam", "5"), "--action-beam", "--action-beam is for a joint model"),
+    (("parse", "P", "S", "--seed", "3"), "--seed", "--seed is for --samples"),
+    (("parse", "TG", "S", "--samples", "5"), "--samples", "--samples is for --method rerank with --parser"),
+    (("parse", "TG", "S", "--seed", "5"), "--seed", "--seed is for --method rerank with --parser"),
+    (("parse", "TG", "S", "--proposals", "F"), "--proposals", "--proposals is for --method rerank"),
+    (("parse", "TG", "S", "--method", "rerank", "--proposals", "F", "--no-pos-tags", "--word-beam", "3"),
+     "--word-beam", "--word-beam is for the beam search (the method here is rerank)"),
+    (("score", "TG", "S", "--proposals", "F"), "--proposals", "--proposals is for --method proposals"),
+    (("score", "TG", "S", "--trees", "F"), "--trees", "--trees is for --method gold"),
+    (("score", "TG", "S", "--no-pos-tags"), "--no-pos-tags", "--no-pos-tags is for --trees or --proposals"),
+    (("score", "TG", "S", "--method", "proposals", "--proposals", "F", "--no-pos-tags", *BEAM),
+     "--action-beam", "--action-beam is for the beam search (the method here is proposals)"),
+    (("eval", "ppl", "S", "--model", "TG", "--proposals", "F"), "--proposals", "is for --method proposals"),
+    (("eval", "ppl", "S", "--model", "TG", "--samples", "5"), "--samples", "--samples is for --parser"),
+    (("eval", "ppl", "S", "--model", "TG", "--seed", "1"), "--seed", "--seed is for --parser"),
+    (("eval", "ppl", "S", "--model", "TG", "--no-compare-beam"), "--no-compare-beam", "is for --parser"),
+    (("eval", "ppl", "S", "--model", "TG", "--method", "proposals", "--parser", "P", "--context", "full"),
+     "--context", "--context is for the methods without --parser"),
+    (("eval", "ppl", "S", "--model", "TG", "--method", "proposals", "--parser", "P", "--no-compare-beam",
+      "--word-beam", "3"), "--word-beam", "is for the beam search (with --parser: --compare-beam)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "option", "message"), IGNORED, ids=[" ".join(a) for a, _, _ in IGNORED])
+def test_an_option_the_model_or_method_does_not_use_is_refused_not_ignored(saved, args, option, message):
+    code, output = invoke(saved, *args)
+    assert code == 2 and f"Invalid value for {option}: " in output and message in output, output
+
+
+SIZES = [
+    (("parse", "P", "S", "--kbest", 10**9), "--kbest", 10**9),
+    (("parse", "P", "S", "--kbest", 10**20), "--kbest", 10**20),
+    (("parse", "P", "S", "--samples", 10**9), "--samples", 10**9),
+    (("parse", "P", "S", "--samples", 10**20), "--samples", 10**20),
+    (("parse", "TG", "S", "--method", "rerank", "--parser", "P", "--samples", 10**9), "--samples", 10**9),
+    (("eval", "ppl", "S", "--model", "TG", "--method", "proposals", "--parser", "P", "--samples", 10**20),
+     "--samples", 10**20),
+    (("score", "TG", "S", "--action-beam", 10**9), "--action-beam", 10**9),
+    (("eval", "ppl", "S", "--model", "TG", "--method", "proposals", "--parser", "P", "--action-beam", 10**9),
+     "--action-beam", 10**9),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "option", "value"), SIZES, ids=[" ".join(map(str, a)) for a, _, _ in SIZES])
+def test_a_size_beyond_memory_is_refused_naming_the_option_and_the_bound(saved, args, option, value):
+    code, output = invoke(saved, *args)
+    assert code == 2, output
+    pattern = rf"Invalid value for {option}: {value} needs about .+ memory available; at most \d+ fits"
+    assert re.search(pattern, output), output
+
+
+def test_k_best_beyond_a_sentences_trees_writes_them_all_with_a_note(saved, parser):
+    from syntaxlm.models.span_chart import tree_counts
+
+    two = saved / "two.txt"
+    two.write_text(" ".join((saved / "sentences.txt").read_text().split()[:2]) + "\n")
+    code, output = invoke(saved, "parse", "P", two, "--kbest", 10**20, "--out", saved / "all.txt")
+    every = tree_counts(2, len(parser.labels), 10**30)[-1]
+    note = f"note: 1 sentence(s) have fewer than {10**20} different trees (sentence 0: {every})"
+    assert code == 0 and note in output, output
+    assert len((saved / "all.txt").read_text().splitlines()) == 1 + every  # the header, then every tree
+
+
+NUMBERS = [
+    (("parse", "P", "S", "--samples", "2", "--seed", "-1"), "'--seed'"),
+    (("parse", "TG", "S", "--method", "rerank", "--parser", "P", "--seed", "-1"), "'--seed'"),
+    (("eval", "ppl", "S", "--model", "TG", "--method", "proposals", "--parser", "P", "--seed", str(2**63)),
+     "'--seed'"),
+    (("parse", "P", "S", "--batch-size", "0"), "'--batch-size'"),
+    (("parse", "P", "S", "--kbest", "2", "--batch-size", "-1"), "'--batch-size'"),
+    (("score", "TG", "S", "--batch-size", "0"), "'--batch-size'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "option"), NUMBERS, ids=[" ".join(a) for a, _ in NUMBERS])
+def test_seeds_and_batch_sizes_out_of_range_are_refused_by_their_option(saved, args, option):
+    code, output = invoke(saved, *args)
+    assert code == 2 and f"Invalid value for {option}" in output, output
+
+
+MISLEADING = [
+    (("parse", "TG", "S", "--method", "rerank", "--proposals", "BAD", "--no-pos-tags"),
+     "sentence 1: the words of a proposal tree ('other words') differ from the sentence"),
+    (("score", "TG", "S", "--method", "proposals", "--proposals", "BAD", "--no-pos-tags"),
+     "sentence 1: the words of a proposal tree ('other words') differ from the sentence"),
+    (("eval", "ppl", "S", "--model", "TG", "--method", "proposals", "--proposals", "BAD", "--no-pos-tags"),
+     "sentence 1: the words of a proposal tree ('other words') differ from the sentence"),
+    (("eval", "ppl", "S", "--model", "TG", "--method", "proposals", "--parser", "P", "--samples", "4"),
+     "Invalid value for --samples: 4 is too few: the spread over draws comes from 5 independent groups"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "message"), MISLEADING, ids=[" ".join(a) for a, _ in MISLEADING])
+def test_messages_name_the_sentence_and_the_reason(saved, args, message):
+    """The first sentences are scored apart (to time them): the rest keep their numbers; the
+    importance estimate's groups are checked before any work."""
+    code, output = invoke(saved, *args)
+    assert code != 0 and message in output, output
+
+
+def test_the_parsers_trees_read_back_as_proposals(saved):
+    """``parse PARSER --samples/--kbest --out F``, then ``--proposals F`` with the default --pos-tags:
+    the file says its trees have none."""
+    for kind, value in (("--samples", "3"), ("--kbest", "2")):
+        code, output = invoke(saved, "parse", "P", "S", kind, value, "--out", saved / "parsed.txt")
+        assert code == 0, output
+        parsed = saved / "parsed.txt"
+        code, output = invoke(saved, "parse", "TG", "S", "--method", "rerank", "--proposals", parsed)
+        assert code == 0 and len(output.split("(")) > 3, output
+        ppl = ("eval", "ppl", "S", "--model", "TG", "--method", "proposals")
+        code, output = invoke(saved, *ppl, "--proposals", parsed)
+        assert code == 0 and "perplexity per word" in output, output

@@ -3,18 +3,24 @@ own methods, bad inputs are named, and the page renders in a real browser (headl
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
+import os
 import shutil
+import signal
 import statistics
+import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
 from typer.testing import CliRunner
 
+from syntaxlm import cli, results
 from syntaxlm.cli import app
 from syntaxlm.data.synthetic import write_synthetic_treebank
 from syntaxlm.data.treebank import read_treebank
@@ -23,7 +29,7 @@ from syntaxlm.eval.syntaxgym import load_suite
 from syntaxlm.experiments import EvalSettings, evaluate_model
 from syntaxlm.inference import BeamSettings, Scorer
 from syntaxlm.models import build_model, load_model, model_class, model_config
-from syntaxlm.results import read_result
+from syntaxlm.results import ResultFileError, read_result
 from syntaxlm.text.build import build_vocabulary
 from syntaxlm.train.trainer import save_model_folder
 from syntaxlm.view import view_data, write_view
@@ -231,6 +237,222 @@ def test_the_view_command(runs, tmp_path):
     assert result.exit_code == 0, result.output
     assert f"page written to {out}" in result.output
     assert [run["name"] for run in read_embedded(out)["runs"]] == ["tg", "prpn"]
+
+
+# --- result files are untrusted input -------------------------------------------------------------------
+
+PERPLEXITY = {"perplexity_per_word": 12.5, "perplexity_per_token": 10.0}
+ITEM = {"item_number": 1, "results": [True], "region_surprisals_bits": {"match": [1.5, 2.0]}}
+SUITE_RESULT = {"suite": "s", "accuracy_pred0": 1.0, "predictions": ["(1;%match%) > 0"], "items": [ITEM]}
+SECRET = "root:x:0:0:root:/root:/bin/bash\n"
+
+
+def result_file(path: Path, kind: str, result: Any, **record: Any) -> Path:
+    """A result file holding ``result`` (NaN and Infinity as Python's json writes them)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fields = {"kind": kind, "result": result, "inputs": {}, "options": {}, "provenance": {}}
+    path.write_text(json.dumps(fields | record))
+    return path
+
+
+def test_a_page_holds_only_the_runs_own_data_and_the_files_asked_for(tmp_path):
+    """Was: a result file naming any file (``/etc/passwd``) as its test data had its lines put into
+    the page as sentences. A file a run names is read only when it is inside a run folder given
+    or is a treebank (suite) its reader accepts; the page and the messages say what was read and
+    what was refused."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET)
+    crafted = tmp_path / "crafted"
+    secret_as = {role: {"path": str(secret)} for role in ("data", "suite")}
+    named_by = crafted / "results" / "perplexity.json"
+    result_file(named_by, "perplexity", PERPLEXITY, inputs=secret_as)
+    result_file(crafted / "results" / "sg" / "s.json", "syntaxgym", SUITE_RESULT, inputs=secret_as)
+    linked = tmp_path / "linked"  # a link inside a run folder to a file outside it
+    link = {"data": {"path": str(linked / "t")}}
+    result_file(linked / "perplexity.json", "perplexity", PERPLEXITY, inputs=link)
+    (linked / "t").symlink_to(secret)
+    messages: list[str] = []
+    page = write_view([crafted, linked], tmp_path / "page.html", echo=messages.append)
+    assert "root:x" not in page.read_text()
+    document = read_embedded(page)
+    assert document["sentence_view"]["sentences"] == [] and document["syntaxgym"][0]["suite_file"] is None
+    assert document["data_files"]["embedded"] == []
+    refused = document["data_files"]["refused"]
+    assert [(f["path"], f["what"]) for f in refused] == [
+        (str(secret), f"the suite named by {crafted / 'results' / 'sg' / 's.json'} (inputs.suite.path)"),
+        (str(secret), f"the test data named by {named_by} (inputs.data.path)"),
+        (str(linked / "t"), f"the test data named by {linked / 'perplexity.json'} (inputs.data.path)"),
+    ]
+    assert refused[0]["why"] == "not a SyntaxGym suite (load_suite does not read it)"
+    assert refused[1]["why"].startswith("not inside a run folder given (links resolved) and not a treebank")
+    assert messages[1] == f"warning: refused {secret}: {refused[1]['what']}: {refused[1]['why']}"
+    # What is the runs' own is read: a treebank a result names (the quickstart's data/test.trees,
+    # outside the run folders), and any file inside a run folder given.
+    treebank = tmp_path / "data" / "test.trees"
+    treebank.parent.mkdir()
+    treebank.write_text("(S (NP (DT the) (NN dog)) (VP (VBZ barks)))\n")
+    named = {"data": {"path": str(treebank)}}
+    result_file(linked / "perplexity.json", "perplexity", PERPLEXITY, inputs=named)
+    messages.clear()
+    view = view_data([linked], echo=messages.append)["sentence_view"]
+    assert view["sentences"] == [["the", "dog", "barks"]] and view["source"] == str(treebank)
+    assert messages == [
+        f"embedded {treebank}: the test data named by {linked / 'perplexity.json'} (inputs.data.path); "
+        "a treebank, read by the treebank reader"
+    ]
+    own = tmp_path / "own"
+    (own / "sentences.txt").parent.mkdir()
+    (own / "sentences.txt").write_text("hello there\n")
+    config = {"model": "m", "train_config": {"data": {"test": str(own / "sentences.txt")}}}
+    (own / "config.json").write_text(json.dumps(config))
+    document = view_data([own])
+    assert document["sentence_view"]["sentences"] == [["hello", "there"]]
+    assert document["data_files"]["embedded"][0]["why"] == f"inside the run folder {own}"
+    # A file the user asks for is theirs to show.
+    document = view_data([crafted], sentences_file=secret)
+    assert document["sentence_view"]["sentences"] == [SECRET.split()]
+    assert document["data_files"]["embedded"][0]["what"] == "the sentences asked for (--sentences)"
+
+
+def test_numbers_in_a_result_file_are_finite_numbers_not_booleans(tmp_path):
+    """Was: a JSON ``true`` shown as a perplexity of 1 (Python reads it as an int), and NaN failing
+    the page with "Out of range float values are not JSON compliant", naming no file or field."""
+    path = tmp_path / "perplexity.json"
+    for value, shown in ((True, "true"), (math.nan, "NaN"), (-math.inf, "-Infinity"), ("12", "the text '12'"),
+                         (10**400, "1000"), (1e101, "1e+101")):  # fmt: skip
+        result_file(path, "perplexity", PERPLEXITY | {"perplexity_per_word": value})
+        with pytest.raises(ResultFileError) as caught:
+            view_data([path], models=False)
+        assert caught.value.field == "result.perplexity_per_word" and caught.value.path == str(path)
+        assert str(caught.value).startswith(f"{path}: result.perplexity_per_word is {shown}")
+        assert str(caught.value).endswith("; expected a number from 0 to 1e+100")
+    result_file(path, "syntaxgym", SUITE_RESULT | {"accuracy_pred0": False})
+    with pytest.raises(ResultFileError, match=r"accuracy_pred0 is false; expected a number from 0 to 1$"):
+        view_data([path], models=False)
+    # An infinite region surprisal is what eval sg writes for a sentence a beam lost: shown as missing.
+    lost = ITEM | {"region_surprisals_bits": {"match": [1.5, math.inf]}}
+    result_file(path, "syntaxgym", SUITE_RESULT | {"items": [lost]})
+    document = view_data([path], models=False)
+    render_page(document)
+    assert document["syntaxgym"][0]["items"][0]["runs"]["perplexity"]["region_surprisals_bits"] == {
+        "match": [1.5, None]
+    }
+
+
+def test_a_result_file_of_the_wrong_shape_is_one_error_naming_the_file_and_the_field(
+    tmp_path, monkeypatch, capsys
+):
+    """Was: TypeError, IndexError or AttributeError tracebacks from fields of the wrong type."""
+    run = tmp_path / "run"
+    path = run / "results" / "result.json"
+    items = SUITE_RESULT["items"]
+    cases = [
+        ("perplexity", [], {}, "result", "an empty list; expected an object"),
+        ("perplexity", "abc", {}, "result", "the text 'abc'; expected an object"),
+        ("perplexity", None, {}, "result", "null; expected an object"),
+        ("perplexity", {"perplexity_per_word": 3.0}, {}, "result.perplexity_per_token", "missing"),
+        ("syntaxgym", SUITE_RESULT | {"suite": 5}, {}, "result.suite", "5; expected a string"),
+        ("syntaxgym", SUITE_RESULT | {"items": "abc"}, {}, "result.items", "the text 'abc'; expected a list"),
+        ("syntaxgym", SUITE_RESULT | {"items": [*items, ITEM | {"item_number": 2, "results": []}]}, {},
+         "result.items[1].results", "an empty list; expected each prediction's outcome (true or false)"),
+        ("syntaxgym", SUITE_RESULT | {"items": [*items, ITEM]}, {}, "result.items[1].item_number",
+         "1, as items[0]'s"),
+        ("syntaxgym", SUITE_RESULT | {"items": [ITEM | {"item_number": "1"}]}, {},
+         "result.items[0].item_number", "the text '1'"),
+        ("perplexity", PERPLEXITY, {"inputs": {"data": "x"}}, "inputs.data", "the text 'x'; expected an"),
+        ("perplexity", PERPLEXITY, {"options": [1]}, "options", "a list of 1 value; expected an object"),
+        ("perplexity", PERPLEXITY, {"options": {"action_beam": 5}}, "options.word_beam", "missing"),
+        ("blimp", {"overall_accuracy": 0.5}, {"options": {"paradigms": "wh"}}, "options.paradigms",
+         "the text 'wh'"),
+        ("parseval", {"summary": {"all": []}}, {}, "result.summary.all", "an empty list"),
+        ("uf1", {"model": {"mean_sentence_f1": 0.5}}, {}, "result.model.corpus_f1_percent", "missing"),
+        ("generation", {"bleu": {"1": "high"}}, {}, "result.bleu['1']", "the text 'high'"),
+    ]  # fmt: skip
+    for kind, result, record, field, problem in cases:
+        result_file(path, kind, result, **record)
+        with pytest.raises(ResultFileError) as caught:
+            view_data([run], models=False)
+        assert caught.value.field == field and str(caught.value).startswith(f"{path}: {field} is {problem}")
+    # The run's config.json is read as warily; the command says it in one line and exits with 2.
+    result_file(path, "perplexity", PERPLEXITY)
+    config = run / "config.json"
+    config.write_text('{"model": "m", "seed": [1]}')
+    monkeypatch.setattr(sys, "argv", ["syntaxlm", "view", str(run), "--out", str(tmp_path / "page.html")])
+    with pytest.raises(SystemExit) as stopped:
+        cli.main()
+    assert stopped.value.code == 2
+    expected = f"error: {config}: seed is a list of 1 value; expected an integer or a string\n"
+    assert capsys.readouterr().err == expected
+    assert not (tmp_path / "page.html").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_a_fifo_among_the_result_files_is_not_read(tmp_path):
+    """Was: a FIFO named ``a.json`` in a run folder blocked ``view`` forever."""
+    run = tmp_path / "run"
+    result_file(run / "results" / "perplexity.json", "perplexity", PERPLEXITY)
+    fifo = run / "results" / "a.json"
+    os.mkfifo(fifo)
+
+    def blocked(signum, frame):
+        raise TimeoutError("view waits on the FIFO")
+
+    previous = signal.signal(signal.SIGALRM, blocked)
+    signal.alarm(20)
+    try:
+        messages: list[str] = []
+        document = view_data([run], models=False, echo=messages.append)
+        with pytest.raises(InputFormatError, match=r"a\.json: not a folder or a file"):
+            view_data([fifo], models=False)
+        with pytest.raises(InputFormatError, match=r"a\.json: not a regular file; expected a result file"):
+            read_result(fifo)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert [table["kind"] for table in document["tables"]] == ["perplexity"]
+    assert messages == [
+        f"warning: refused {fifo}: a *.json in the run folder {run}: a FIFO, not a regular file, so not read"
+    ]
+    assert [entry["path"] for entry in document["data_files"]["refused"]] == [str(fifo)]
+
+
+def test_a_result_file_is_read_no_further_than_its_bound(tmp_path, monkeypatch):
+    """A sparse or compressed file far larger than any result (its head a result's, then a
+    gigabyte) is refused after ``MAX_RESULT_CHARS`` characters, not read whole into memory."""
+    monkeypatch.setattr(results, "MAX_RESULT_CHARS", 1000)
+    sparse = tmp_path / "run" / "results" / "perplexity.json"
+    sparse.parent.mkdir(parents=True)
+    with open(sparse, "w") as handle:
+        handle.write('{"kind": "perplexity", "result": ')
+        handle.truncate(2**30)
+    with pytest.raises(InputFormatError, match=r"perplexity\.json: more than 1,000 characters"):
+        view_data([tmp_path / "run"], models=False)
+    bomb = tmp_path / "perplexity.json.gz"
+    bomb.write_bytes(gzip.compress(b'{"kind": "perplexity", "result": ' + b" " * 10**7))
+    with pytest.raises(InputFormatError, match=r"perplexity\.json\.gz: more than 1,000 characters"):
+        view_data([bomb], models=False)
+
+
+def test_ctrl_c_leaves_the_page_as_it_was(tmp_path, monkeypatch, capsys):
+    """The page is written whole or not at all (``atomic_writer``): a Ctrl-C while it is written
+    leaves ``--out`` as it was and no temporary file; the command says so and exits with 130."""
+    run = tmp_path / "run"
+    result_file(run / "perplexity.json", "perplexity", PERPLEXITY)
+    out = tmp_path / "page.html"
+    out.write_text("the page before")
+
+    def interrupted(document):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("syntaxlm.view.page.render_page", interrupted)
+    monkeypatch.setattr(sys, "argv", ["syntaxlm", "view", str(run), "--out", str(out), "--no-models"])
+    with pytest.raises(SystemExit) as stopped:
+        cli.main()
+    assert stopped.value.code == 130
+    kept = f"interrupted; no page written ({out} unchanged: a page is put in place only when complete)\n"
+    assert capsys.readouterr().err == kept
+    assert out.read_text() == "the page before"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["page.html", "run"]  # no temporary file left
 
 
 # --- the page in a browser ------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from syntaxlm.errors import SyntaxlmError
-from syntaxlm.files import atomic_writer
+from syntaxlm.files import atomic_writer, refuse_overwriting
 from syntaxlm.trees.dependency import CONLLU_SUFFIXES, ConlluReader, is_conllu
 from syntaxlm.trees.ptb import TREEBANK_SUFFIXES, TreeReader
 
@@ -247,6 +247,8 @@ def _write_splits(
     out = Path(out)
     suffix = ".conllu" if is_conllu(files[0]) else ".trees"
     splits = {name: {"path": str(out / f"{name}{suffix}"), "files": 0, "sentences": 0} for name in names}
+    for output in [*(out / f"{name}{suffix}" for name in names), out / MANIFEST]:
+        refuse_overwriting(output, files)
     left_out = {"files": 0, "sentences": 0}
     with contextlib.ExitStack() as stack:
         handles = {name: stack.enter_context(atomic_writer(out / f"{name}{suffix}")) for name in names}

@@ -70,10 +70,17 @@ from syntaxlm.inference.sentences import (
 )
 from syntaxlm.models.decoding import KEEP, ActionGrammar, Decoder
 from syntaxlm.models.scoring import evaluating
+from syntaxlm.memory import check_size, counted
 from syntaxlm.text.base import EOS_ID
 
 FORCED_LOGPROB = -1000.0
 """Log-probability (nats) given to a piece no state of the beam can generate."""
+
+# The memory of a hypothesis held by the search (``hypothesis_bytes``): positions of the decoder's
+# state it holds at least (TG's decoder keeps up to 16 padding slots before compacting), and the
+# search's and the decoder's bookkeeping (parser states, masks, coordinates, the history of nodes).
+HYPOTHESIS_SLOTS = 16
+HYPOTHESIS_OVERHEAD = 4096
 
 # Roles of a held hypothesis in the search.
 CURRENT, NEXT, FINISH = 0, 1, 2
@@ -470,6 +477,8 @@ def beam_search(
     differences), the end, and the incremental parse (``tree``; None for words-only models).
 
     Sentences are searched ``batch_size`` at a time, shortest first, in one decoder.
+    ``SizeError`` before any work when the hypotheses of a batch would not fit in memory
+    (``check_beam_size``).
     """
     from tqdm import tqdm
 
@@ -477,6 +486,7 @@ def beam_search(
     encoded = [encode_sentence(model.vocab, words, i) for i, words in enumerate(sentences)]
     results: list[SentenceScores | None] = [None] * len(encoded)
     batches = piece_batches(encoded, batch_size)
+    check_beam_size(model, space, settings, max(map(len, batches), default=0))
     with evaluating(model):
         for batch in tqdm(batches, desc="beam", unit="batch", disable=not progress):
             found = search_pieces(
@@ -489,6 +499,36 @@ def beam_search(
             for i, beam in zip(batch, found):
                 results[i] = _beam_scores(space, encoded[i], beam, settings)
     return results  # type: ignore[return-value]
+
+
+def hypothesis_bytes(model, space: ActionSpace) -> int:
+    """About the least memory a hypothesis of the search takes (measured 1.5 to 4 times as much
+    with a tiny TG): its row of float32 logits over the vocabulary, its candidates (ids and
+    scores), ``HYPOTHESIS_SLOTS`` positions of the decoder's state (a float32 key and value per
+    layer of the model's width each) and ``HYPOTHESIS_OVERHEAD`` of bookkeeping."""
+    config = getattr(model, "config", None)
+    position = 8 * int(getattr(config, "n_layers", 1)) * int(getattr(config, "d_model", 0))
+    candidates = 32 * (len(space.open_ids) + 2)
+    return HYPOTHESIS_OVERHEAD + 4 * space.vocab_size + candidates + HYPOTHESIS_SLOTS * position
+
+
+def check_beam_size(model, space: ActionSpace, settings: BeamSettings, batch: int) -> None:
+    """``SizeError`` (``sizes.check_size``) naming ``action_beam`` when the hypotheses a search of
+    ``batch`` sentences holds would not fit in memory: per sentence, the current states (at most
+    the action beam) and those waiting for the next piece (at most the word beam, and at most
+    twice the action beam and the fast track's share of the candidates: a word beam or fast track
+    larger than that changes nothing), each ``hypothesis_bytes``."""
+    width = len(space.open_ids) + 2  # the candidates of a state (``_Search.width``)
+    each = hypothesis_bytes(model, space)
+
+    def need(action_beam: int) -> int:
+        waiting = min(settings.word_beam, 2 * action_beam + min(settings.fast_track, action_beam * width))
+        return batch * (action_beam + waiting) * each
+
+    what = f"the beam search's hypotheses of a batch of {counted(batch, 'sentence')}"
+    hint = "; smaller batches need less"
+    device = getattr(model, "device", None)
+    check_size("action_beam", settings.action_beam, need, what, device=device, hint=hint)
 
 
 def _beam_scores(

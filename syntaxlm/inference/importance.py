@@ -40,6 +40,7 @@ from syntaxlm.inference.grammar import InferenceError
 from syntaxlm.inference.sentences import SentenceScores
 from syntaxlm.trees.tree import Tree
 
+GROUPS = 5  # independent groups of each sentence's draws that give the spread over draws
 ESTIMATOR = (
     "importance sampling: log of 1/N sum_i p(x, y_i) / q(y_i | x) over N samples of the parser, "
     "duplicates kept (an unbiased estimate of p(x) over the parser's trees; its log is consistent)"
@@ -202,7 +203,7 @@ def with_draws(scores: SentenceScores, draw: ProposalDraw) -> SentenceScores:
     return scores
 
 
-def importance_perplexity(scores: Sequence[SentenceScores], *, groups: int = 5) -> ImportanceResult:
+def importance_perplexity(scores: Sequence[SentenceScores], *, groups: int = GROUPS) -> ImportanceResult:
     """The importance-sampling perplexity of sentences scored over their drawn proposals
     (``with_draws``). Its spread over sample draws: each sentence's ``N`` draws are cut into
     ``groups`` independent groups (in draw order); the estimate from all ``N`` is the mean of the

@@ -40,12 +40,14 @@ Proposal files hold one tree per line after the index of its sentence and a tab 
     1<TAB>(S ...)
 
 Sentences are numbered from 0 in the order of the sentence file; a sentence's trees need not be
-contiguous, and duplicates are scored once.
+contiguous, and duplicates are scored once. A first line ``# trees without POS tags``
+(``NO_POS_TAGS_HEADER``, as the proposal parser writes it) says that the trees have no POS tags.
 """
 
 from __future__ import annotations
 
 import io
+import reprlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,11 +58,12 @@ import torch
 
 from syntaxlm.errors import InputFormatError, TreeError, TreeFormatError
 from syntaxlm.files import read_lines
-from syntaxlm.inference.beam import logsumexp
+from syntaxlm.inference.beam import hypothesis_bytes, logsumexp
 from syntaxlm.inference.grammar import ActionSpace, InferenceError, Nodes, ParserStates
 from syntaxlm.inference.sentences import EncodedSentence, SentenceScores, encode_sentence, piece_batches
 from syntaxlm.models.decoding import Decoder
 from syntaxlm.models.scoring import evaluating
+from syntaxlm.memory import check_size
 from syntaxlm.structure.actions import ActionKind, document_tree, encode_actions, tree_to_actions
 from syntaxlm.structure.tg import tg_sequences
 from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID
@@ -229,33 +232,44 @@ def proposal_scores(
     batch_size: int = 8,
     progress: bool = False,
     method: str = "proposals",
+    indices: Sequence[int] | None = None,
 ) -> list[SentenceScores]:
     """Approximate marginals over each sentence's unique proposal trees (module docstring);
     ``tree`` is the best proposal (reranking) and ``details["tree_logprobs"]`` every unique
-    proposal's ``log p(x, y)``. ``batch_size`` sentences' proposals share one decoder.
+    proposal's ``log p(x, y)``. ``batch_size`` sentences' proposals share one decoder
+    (``SizeError`` before any work when a batch's would not fit in memory).
     ``max_open``/``max_openers``: the grammar's bounds, which the normaliser respects when
     ``renormalise`` (as in ``BeamSettings``). ``context``: as in ``exact_scores``; recorded in
     ``details["context"]``. ``method`` names the results and the progress bar (``gold_scores``
-    passes "gold")."""
+    passes "gold"). ``indices``: the numbers errors name the sentences by (by default their
+    positions; a part of a longer list of sentences gives their positions there)."""
     from tqdm import tqdm
 
     if len(proposals) != len(sentences):
         raise ProposalError(f"{len(proposals)} proposal sets for {len(sentences)} sentences")
+    names = list(range(len(sentences))) if indices is None else list(indices)
+    if len(names) != len(sentences):
+        raise ValueError(f"{len(names)} indices for {len(sentences)} sentences")
     recorded = document_context(model, context)
     space = _joint_model_space(model, {"max_open": max_open, "max_openers": max_openers})
-    encoded = [encode_sentence(model.vocab, words, i) for i, words in enumerate(sentences)]
+    encoded = [encode_sentence(model.vocab, words, names[i]) for i, words in enumerate(sentences)]
     unique = []
     for i, (sentence, trees) in enumerate(zip(encoded, proposals)):
         if not trees:
-            raise ProposalError(f"sentence {i} has no proposal trees")
+            raise ProposalError(f"sentence {names[i]} has no proposal trees")
         for tree in trees:
-            _check_tree(tree, sentence.words, i, "a proposal tree")
+            _check_tree(tree, sentence.words, names[i], "a proposal tree")
         unique.append(_unique_trees(trees))
     results: list[SentenceScores | None] = [None] * len(encoded)
     batches = piece_batches(encoded, batch_size)
+    rows = max((sum(len(unique[i]) for i in batch) for batch in batches), default=0)
+    what = "the unique proposal trees of a batch of sentences, read side by side by the decoder"
+    check_proposal_rows(model, space, "proposals", rows, lambda value: value, what)
     with evaluating(model):
         for batch in tqdm(batches, desc=method, unit="batch", disable=not progress):
-            sequences = {i: [_sequence(space, model.vocab, tree, i) for tree in unique[i]] for i in batch}
+            sequences = {
+                i: [_sequence(space, model.vocab, tree, names[i]) for tree in unique[i]] for i in batch
+            }
             # Read as trained, a sentence longer than a segment goes through the model's segmented
             # pass; the rest go through the decoder (within one segment the two agree).
             values = {
@@ -292,11 +306,13 @@ def gold_scores(
     context: str = "training",
     batch_size: int = 32,
     progress: bool = False,
+    indices: Sequence[int] | None = None,
     **bounds,
 ) -> list[SentenceScores]:
     """``log p(x, y_gold)`` per piece (the actions before a piece count toward it) and the
     closing actions as ``end_logprob``; the TG/PLM papers' "approximate perplexity". ``context``:
-    as in ``exact_scores`` (a document tree longer than a segment is read as trained by default)."""
+    as in ``exact_scores`` (a document tree longer than a segment is read as trained by default);
+    ``indices``: as in ``proposal_scores``."""
     if len(trees) != len(sentences):
         raise ProposalError(f"{len(trees)} trees for {len(sentences)} sentences")
     scores = proposal_scores(
@@ -308,11 +324,23 @@ def gold_scores(
         context=context,
         batch_size=batch_size,
         progress=progress,
+        indices=indices,
         **bounds,
     )
     for score in scores:
         score.details = {"renormalised": renormalise, "context": score.details["context"]}
     return scores
+
+
+def check_proposal_rows(
+    model, space: ActionSpace, name: str, value: int, rows: Callable[[int], int], what: str
+) -> None:
+    """``SizeError`` (``sizes.check_size``) naming ``name`` when ``rows(value)`` trees read side by
+    side by the model's decoder (``sequence_logprobs``: every proposal of a batch of sentences)
+    would not fit in memory, each taking ``beam.hypothesis_bytes``."""
+    each = hypothesis_bytes(model, space)
+    device = getattr(model, "device", None)
+    check_size(name, value, lambda v: rows(v) * each, what, device=device, hint="; smaller batches need less")
 
 
 def _sequence(space: ActionSpace, vocab, tree: Tree, sentence: int) -> TreeSequence:
@@ -616,6 +644,12 @@ def _framed(sequence: TreeSequence, before: np.ndarray | None, after: np.ndarray
 # --- proposal files -------------------------------------------------------------------------------------
 
 
+NO_POS_TAGS_HEADER = "# trees without POS tags"
+"""A first line of a proposal file whose trees have no POS tags (``read_proposals``), as the
+proposal parser writes them (``syntaxlm parse PARSER SENTENCES --kbest K``/``--samples N``)."""
+INDEX_DIGITS = 18  # digits of a sentence index at most: no corpus has 10**18 sentences
+
+
 def read_proposals(
     path: str | Path, *, n_sentences: int | None = None, pos_tags: bool = True
 ) -> list[list[Tree]]:
@@ -623,30 +657,34 @@ def read_proposals(
 
     ``pos_tags=True``: trees as parsers write them, words under POS tags, read in the models'
     view (Choe–Charniak cleaning: no POS tags, traces, function tags or ROOT); ``False``: trees
-    already in that view. ``n_sentences`` checks that no index is out of range.
+    already in that view. A file whose first line is ``NO_POS_TAGS_HEADER`` says that its trees
+    have none, and is read so whatever ``pos_tags`` says. ``n_sentences`` checks that no index is
+    out of range. An index is ASCII digits (at most ``INDEX_DIGITS``); ``InputFormatError`` names
+    the line of any that is not, or of a tree that cannot be read.
     """
     groups: dict[int, list[Tree]] = {}
-    cleaning = CHOE_CHARNIAK_CLEANING if pos_tags else None
     expected = "a sentence index (from 0), a tab, and one tree in brackets"
     for number, line in enumerate(read_lines(path, InputFormatError), 1):
         text = line.rstrip("\n")
+        if number == 1 and text.strip() == NO_POS_TAGS_HEADER:
+            pos_tags = False
+            continue
         if not text.strip():
             continue
         index_text, tab, tree_text = text.partition("\t")
-        if not tab or not index_text.strip().isdigit():
-            raise InputFormatError("not a proposal line", path=path, line=number, expected=expected)
-        index = int(index_text)
-        if n_sentences is not None and index >= n_sentences:
-            raise InputFormatError(
-                f"sentence index {index} is out of range for {n_sentences} sentences", path=path, line=number
-            )
+        if not tab:
+            problem = "not a proposal line: no tab after a sentence index"
+            raise InputFormatError(problem, path=path, line=number, expected=expected)
+        index = _sentence_index(index_text, n_sentences, path, number)
+        cleaning = CHOE_CHARNIAK_CLEANING if pos_tags else None
         try:
             trees = list(
                 TreeReader(io.StringIO(tree_text), cleaning=cleaning, pos_tags=pos_tags, name=str(path))
             )
         except TreeFormatError as error:
+            column = None if error.column is None else error.column + len(index_text) + 1
             raise InputFormatError(
-                error.problem, path=path, line=number, expected=error.expected or "one tree"
+                error.problem, path=path, line=number, column=column, expected=error.expected or "one tree"
             ) from None
         if len(trees) != 1:
             raise InputFormatError(f"found {len(trees)} trees", path=path, line=number, expected=expected)
@@ -655,8 +693,28 @@ def read_proposals(
     return [groups.get(i, []) for i in range(size)]
 
 
+def _sentence_index(text: str, n_sentences: int | None, path: str | Path, line: int) -> int:
+    """The sentence index of a proposal line (``read_proposals``), checked before ``int`` reads it
+    (which takes other digits than ASCII's and refuses more than 4,300 of them)."""
+    digits = text.strip()
+    bound = "from 0" if n_sentences is None else f"below {n_sentences} (the number of sentences)"
+    expected = f"a sentence index in ASCII digits (at most {INDEX_DIGITS}) {bound}, then a tab"
+    if not (digits.isascii() and digits.isdigit()):
+        problem = f"not a proposal line: the sentence index {reprlib.repr(digits)} is not a number"
+        raise InputFormatError(problem, path=path, line=line, column=1, expected=expected)
+    if len(digits) > INDEX_DIGITS:
+        problem = f"not a proposal line: the sentence index has {len(digits)} digits"
+        raise InputFormatError(problem, path=path, line=line, column=1, expected=expected)
+    index = int(digits)
+    if n_sentences is not None and index >= n_sentences:
+        problem = f"sentence index {index} is out of range for {n_sentences} sentences"
+        raise InputFormatError(problem, path=path, line=line, column=1, expected=expected)
+    return index
+
+
 __all__ = [
     "DOCUMENT_CONTEXTS",
+    "NO_POS_TAGS_HEADER",
     "ProposalError",
     "TreeSequence",
     "document_context",

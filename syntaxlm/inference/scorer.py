@@ -59,6 +59,7 @@ from syntaxlm.inference.grammar import ActionSpace, InferenceError
 from syntaxlm.inference.importance import draw_proposals, with_draws
 from syntaxlm.inference.marginal import (
     DOCUMENT_CONTEXTS,
+    check_proposal_rows,
     document_context,
     exact_scores,
     gold_scores,
@@ -66,6 +67,7 @@ from syntaxlm.inference.marginal import (
     rerank,
 )
 from syntaxlm.inference.sentences import SentenceScores, encode_sentence
+from syntaxlm.memory import counted
 from syntaxlm.trees.tree import Tree
 
 METHODS = ("auto", "exact", "gold", "beam", "proposals")
@@ -162,16 +164,24 @@ class Scorer:
         *,
         trees: Sequence[Tree] | None = None,
         proposals: Sequence[Sequence[Tree]] | None = None,
+        indices: Sequence[int] | None = None,
     ) -> list[SentenceScores]:
-        """Every sentence's ``SentenceScores`` (natural logs) by the scorer's method."""
+        """Every sentence's ``SentenceScores`` (natural logs) by the scorer's method. ``indices``:
+        the numbers errors name the sentences by (by default their positions; a part of a longer
+        list of sentences gives their positions there). ``SizeError`` before any work when what
+        the method holds for a batch (the beam's hypotheses, the proposal trees) would not fit
+        in memory."""
         sentences = _sentences(sentences)
+        names = list(range(len(sentences))) if indices is None else list(indices)
+        if len(names) != len(sentences):
+            raise ValueError(f"{len(names)} indices for {len(sentences)} sentences")
         too_long = self.too_long(sentences)
         if too_long:
             first = too_long[0]
             pieces = len(encode_sentence(self.model.vocab, sentences[first], first).ids)
             raise SentenceTooLongError(
-                f"sentence {first} has {pieces} pieces, more than the {self.model.longest_sentence()} this "
-                f"model can score (its positions end there; {len(too_long)} sentence(s) in all); leave "
+                f"sentence {names[first]} has {pieces} pieces, more than the {self.model.longest_sentence()} "
+                f"this model can score (its positions end there; {len(too_long)} sentence(s) in all); leave "
                 "them out (the CLI's --skip-long) or split them"
             )
         if self.method == "gold" and trees is None:
@@ -180,6 +190,8 @@ class Scorer:
             raise InferenceError(
                 "method 'proposals' needs proposals= (a list of trees per sentence) or a parser= to draw them"
             )
+        if self.method == "proposals" and proposals is None:
+            check_sample_rows(self.model, self.samples, min(self.batch_size, len(sentences)))
         trees = None if trees is None else list(trees)
         proposals = None if proposals is None else list(proposals)
 
@@ -188,18 +200,20 @@ class Scorer:
                 sentences[part],
                 None if trees is None else trees[part],
                 None if proposals is None else proposals[part],
+                names[part],
             )
 
         on_estimate, self.on_estimate = self.on_estimate, None  # one estimate, of the first scoring
-        return finite_scores(_timed(sentences, score_part, self.batch_size, on_estimate))
+        return finite_scores(_timed(sentences, score_part, self.batch_size, on_estimate), names)
 
-    def _scores(self, sentences, trees, proposals) -> list[SentenceScores]:
+    def _scores(self, sentences, trees, proposals, indices) -> list[SentenceScores]:
         options = {"batch_size": self.batch_size, "progress": self.progress}
         if self.method == "beam":
             return beam_search(self.model, sentences, self.beam, **options)
         options["context"] = self.context
         if self.method == "exact":
             return exact_scores(self.model, sentences, **options)
+        options["indices"] = indices
         if self.method == "gold":
             return gold_scores(self.model, sentences, list(trees), renormalise=self.renormalise, **options)
         if proposals is not None:
@@ -287,10 +301,12 @@ class NonFiniteScoreError(InferenceError):
     anything, so nothing is written."""
 
 
-def finite_scores(scores: list[SentenceScores]) -> list[SentenceScores]:
+def finite_scores(scores: list[SentenceScores], indices: Sequence[int] | None = None) -> list[SentenceScores]:
     """``scores``, after checking that every piece's and every end's log-probability is finite
-    (``NonFiniteScoreError`` naming the first sentence and word that is not)."""
-    for index, sentence in enumerate(scores):
+    (``NonFiniteScoreError`` naming the first sentence, by its number in ``indices`` (by default
+    its position), and word that is not)."""
+    for position, sentence in enumerate(scores):
+        index = position if indices is None else indices[position]
         values = np.append(sentence.piece_logprobs, sentence.end_logprob)
         bad = np.flatnonzero(~np.isfinite(values))
         if bad.size:
@@ -425,6 +441,9 @@ def parse(
                 "method 'rerank' needs proposals= (a list of trees per sentence) or a parser="
             )
         proposals = None if proposals is None else list(proposals)
+        if proposals is None:
+            check_sample_rows(model, samples, min(batch_size, len(sentences)))
+        indices = list(range(len(sentences)))
 
         def rerank_part(part: slice) -> list[Tree]:
             given = (
@@ -432,7 +451,7 @@ def parse(
                 if proposals is not None
                 else [draw.trees for draw in draw_proposals(parser, sentences[part], samples, seed=seed)]
             )
-            return rerank(model, sentences[part], given, **options)
+            return rerank(model, sentences[part], given, indices=indices[part], **options)
 
         return _timed(sentences, rerank_part, batch_size, on_estimate)
     if method != "beam":
@@ -447,6 +466,15 @@ def parse(
             raise InferenceError(f"sentence {i}: the beam search found no complete tree")
         trees.append(scores.tree)
     return trees
+
+
+def check_sample_rows(model, samples: int, batch: int) -> None:
+    """``SizeError`` naming ``samples`` when that many trees per sentence drawn from a proposal
+    parser, for a batch of ``batch`` sentences, would not fit side by side in the model's decoder
+    (``marginal.check_proposal_rows``); checked before the parser draws them."""
+    what = f"the trees drawn for a batch of {counted(batch, 'sentence')}, read side by side by the decoder"
+    space = ActionSpace(model.action_grammar())
+    check_proposal_rows(model, space, "samples", samples, lambda value: batch * value, what)
 
 
 def _timed(sentences, score, batch_size: int, on_estimate):

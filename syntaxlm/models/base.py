@@ -55,7 +55,7 @@ from torch import Tensor, nn
 
 from syntaxlm.data.batching import Batch, RowCorpus
 from syntaxlm.errors import InputFormatError, SyntaxlmError
-from syntaxlm.files import atomic_writer, read_json
+from syntaxlm.files import atomic_writer, read_json, temporary_file_beside
 from syntaxlm.models.decoding import ActionGrammar, Decoder
 from syntaxlm.models.scoring import ScoringItem, checked_sentences, evaluating, length_batches, word_sums
 
@@ -667,8 +667,9 @@ def seal_tensors_file(path: str | Path) -> tuple[str, bool]:
     """Write the sha256 of a trusted safetensors file's tensors into its header (``tensors_sha256``),
     replacing the file atomically. Returns the hash and whether the file was changed (a file that
     already holds the right hash is left as it is). ``ModelFileError`` for an unreadable file, and
-    for one whose header holds a different hash: that file is damaged, and sealing would hide it."""
-    path = Path(path)
+    for one whose header holds a different hash: that file is damaged, and sealing would hide it.
+    A symbolic link is followed: the file it points to is sealed and the link kept."""
+    path = Path(path).resolve()
     try:
         tensors, metadata = read_safetensors(path)
     except (SafetensorError, OSError, ValueError, RuntimeError) as error:
@@ -683,13 +684,15 @@ def seal_tensors_file(path: str | Path) -> tuple[str, bool]:
             "(restore it from a copy or use an earlier checkpoint)",
             path=path,
         )
-    tmp = path.with_name(f".{path.name}.seal.tmp")
+    descriptor, tmp = temporary_file_beside(path)  # a new file of its own: never a link planted there
+    os.close(descriptor)
     try:
         with safetensors_write_errors(tmp):
-            save_file(tensors, str(tmp), metadata={**metadata, TENSORS_SHA256: digest})
-        tmp.replace(path)
+            save_file(tensors, tmp, metadata={**metadata, TENSORS_SHA256: digest})
+        os.chmod(tmp, path.stat().st_mode & 0o777)
+        os.replace(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        Path(tmp).unlink(missing_ok=True)
         raise
     return digest, True
 

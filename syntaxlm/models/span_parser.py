@@ -42,7 +42,15 @@ from syntaxlm.data.batching import Batch, RowCorpus, pad_rows
 from syntaxlm.errors import TreeError
 from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, TrainedModel
 from syntaxlm.models.scoring import checked_sentences, evaluating, length_batches, word_pieces
-from syntaxlm.models.span_chart import TreeSampler, inside, kbest_trees, tree_scores
+from syntaxlm.models.span_chart import (
+    TreeSampler,
+    inside,
+    kbest_bytes,
+    kbest_trees,
+    tree_counts,
+    tree_scores,
+)
+from syntaxlm.memory import check_size, counted, readable_count
 from syntaxlm.structure.spans import Span, SpanLabels, binary_spans, tree_from_spans
 from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID, load_vocabulary
 from syntaxlm.trees.tree import Tree
@@ -53,6 +61,12 @@ LABELS = "labels"  # the name of the chain-label vocabulary beside the model
 # then take about 1 / UNCOVERED draws).
 MAX_DRAWS_PER_TREE = 100
 UNCOVERED = 1e-9
+# Memory of sampling, per word of a sentence (``SpanParser._check_samples``): a draw being made (its
+# spans and the arrays of its nodes; about 600 bytes measured) and a different tree kept (its
+# ``Tree``; about 200 measured).
+SAMPLE_BYTES_PER_WORD = 1024
+TREE_BYTES_PER_WORD = 256
+SEED_BOUND = 2**63  # seeds are 0 .. SEED_BOUND - 1 (what torch.Generator.manual_seed takes, too)
 
 
 @dataclass
@@ -234,10 +248,14 @@ class SpanParser(TrainedModel):
         scores[:, starts, ends] = self.label_scores(hidden)
         return scores
 
-    def _scored_batches(self, sentences: list[list[str]], batch_size: int):
-        """``(indices, scores [B, N + 1, N + 1, C], lengths [B])`` per batch of similar length, in eval mode."""
+    def _batches(self, sentences: list[list[str]], batch_size: int) -> tuple[list, list[list[int]]]:
+        """Each sentence's pieces (``_pieces``) and the batches of similar length it is scored in."""
         encoded = [self._pieces(words) for words in sentences]
-        for chosen in length_batches([len(ids) for ids, _, _ in encoded], batch_size):
+        return encoded, length_batches([len(ids) for ids, _, _ in encoded], batch_size)
+
+    def _scored_batches(self, encoded: list, batches: list[list[int]]):
+        """``(indices, scores [B, N + 1, N + 1, C], lengths [B])`` per batch of ``_batches``, in eval mode."""
+        for chosen in batches:
             inputs = torch.as_tensor(pad_rows([encoded[i][0] for i in chosen], PAD_ID), device=self.device)
             first = torch.as_tensor(pad_rows([encoded[i][1] for i in chosen], 0), device=self.device)
             last = torch.as_tensor(pad_rows([encoded[i][2] for i in chosen], 0), device=self.device)
@@ -249,11 +267,16 @@ class SpanParser(TrainedModel):
         self, sentences: Sequence[Sequence[str]], *, k: int = 1, batch_size: int = 32
     ) -> list[list[ParsedTree]]:
         """The ``k`` best trees of every sentence, best first, each with ``log q(y | x)``
-        (``k = 1``: the Viterbi tree). Fewer where a sentence has fewer trees."""
+        (``k = 1``: the Viterbi tree). Fewer where a sentence has fewer trees (``tree_counts``:
+        a ``k`` beyond them gives all of them). ``SizeError`` before any work when the k-best
+        chart of a batch would not fit in memory (``kbest_bytes``: it grows with ``k²``)."""
+        k = _positive("k", k)
         sentences = checked_sentences(sentences, batch_size)
+        encoded, batches = self._batches(sentences, batch_size)
+        self._check_kbest(sentences, batches, k)
         out: list[list[ParsedTree]] = [[] for _ in sentences]
         with evaluating(self):
-            for chosen, scores, lengths in self._scored_batches(sentences, batch_size):
+            for chosen, scores, lengths in self._scored_batches(encoded, batches):
                 log_z = inside(scores, lengths).log_z.tolist()
                 for i, trees, z in zip(chosen, kbest_trees(scores, lengths, k), log_z, strict=True):
                     out[i] = [
@@ -280,27 +303,83 @@ class SpanParser(TrainedModel):
         last of them is returned, in order (at least ``n``: the first ``n`` are the sample with
         replacement). The trees in order of first appearance are a
         sample *without* replacement (each next one drawn with probability ``q`` renormalised over
-        the trees not yet drawn), the TG paper's proposal set (§3.1). It stops short of
-        ``distinct`` only after ``MAX_DRAWS_PER_TREE × distinct`` draws, or when the trees drawn
-        hold all but ``UNCOVERED`` of ``q`` (a short sentence can have fewer trees)."""
-        if n < 1:
-            raise ValueError(f"the number of samples must be at least 1, got {n}")
+        the trees not yet drawn), the TG paper's proposal set (§3.1). A sentence with fewer trees
+        (``tree_counts``) stops once it has drawn them all; drawing also stops short of
+        ``distinct`` after ``MAX_DRAWS_PER_TREE × distinct`` draws, or when the trees drawn hold
+        all but ``UNCOVERED`` of ``q``.
+
+        ``seed``: 0 to ``2**63 − 1``. ``SizeError`` before any work when the draws would not fit
+        in memory (``_check_samples``)."""
+        n = _positive("n", n)
+        distinct = _positive("distinct", distinct, least=0)
+        seed = _seed(seed)
         sentences = checked_sentences(sentences, batch_size)
+        encoded, batches = self._batches(sentences, batch_size)
+        # A sentence has only so many trees: drawing goes on until it has them all at most.
+        counts = tree_counts(max(map(len, sentences), default=0), len(self.labels), max(n, distinct))
+        self._check_samples(sentences, counts, n, distinct)
+        limit = max(n, MAX_DRAWS_PER_TREE * distinct)
         out: list[list[ParsedTree]] = [[] for _ in sentences]
         with evaluating(self):
-            for chosen, scores, lengths in self._scored_batches(sentences, batch_size):
+            for chosen, scores, lengths in self._scored_batches(encoded, batches):
                 sampler = TreeSampler(scores, lengths)
                 for b, i in enumerate(chosen):
                     stream = np.random.default_rng([seed, zlib.crc32(" ".join(sentences[i]).encode())])
-                    out[i] = self._draws(sentences[i], sampler, b, stream, n, distinct)
+                    wanted = min(distinct, counts[len(sentences[i])])
+                    out[i] = self._draws(sentences[i], sampler, b, stream, n, wanted, limit)
         return out
 
-    def _draws(self, words, sampler: TreeSampler, b: int, stream, n: int, distinct: int) -> list[ParsedTree]:
+    def _check_kbest(self, sentences: list[list[str]], batches: list[list[int]], k: int) -> None:
+        """``SizeError`` (``sizes.check_size``) when the k-best chart of some batch would not fit."""
+        if not batches:
+            return
+        longest = [max(len(sentences[i]) for i in chosen) for chosen in batches]
+
+        def each(value: int) -> list[int]:
+            """The bytes of every batch's chart (``k`` at most its longest sentence's trees)."""
+            counts = tree_counts(max(longest), len(self.labels), value)
+            return [kbest_bytes(len(chosen), n, counts[n]) for chosen, n in zip(batches, longest)]
+
+        sizes = each(k)
+        worst = max(range(len(batches)), key=sizes.__getitem__)
+        what = (
+            f"the k-best chart of a batch of {counted(len(batches[worst]), 'sentence')} of up to "
+            f"{counted(longest[worst], 'word')} "
+            "(it keeps k² candidates per span)"
+        )
+        hint = "; smaller batches need less"
+        check_size("k", k, lambda value: max(each(value)), what, device=self.device, hint=hint)
+
+    def _check_samples(self, sentences: list[list[str]], counts: list[int], n: int, distinct: int) -> None:
+        """``SizeError`` (``sizes.check_size``) when ``sample``'s draws would not fit: one round of
+        ``n`` draws of the longest sentence (``SAMPLE_BYTES_PER_WORD``), and every sentence's
+        different trees (``TREE_BYTES_PER_WORD``) and draws (at most ``MAX_DRAWS_PER_TREE`` per tree
+        asked for, even of a sentence with fewer trees), kept until the end. ``distinct`` is named
+        when it is the larger."""
+        name = "distinct" if distinct > n else "n"
+        longest = max(map(len, sentences), default=0)
+
+        def need(value: int) -> int:
+            draws = value if name == "n" or distinct == n else n
+            wanted = value if name == "distinct" or distinct == n else distinct
+            kept = sum(
+                min(max(draws, wanted), counts[len(words)]) * TREE_BYTES_PER_WORD * len(words)
+                + max(draws, MAX_DRAWS_PER_TREE * wanted) * 8
+                for words in sentences
+            )
+            return draws * SAMPLE_BYTES_PER_WORD * longest + kept
+
+        what = f"the draws of {counted(len(sentences), 'sentence')} of up to {counted(longest, 'word')}"
+        check_size(name, n if name == "n" else distinct, need, what)
+
+    def _draws(
+        self, words, sampler: TreeSampler, b: int, stream, n: int, distinct: int, limit: int
+    ) -> list[ParsedTree]:
         """Sentence ``b``'s draws (``sample``): ``n``, then rounds of ``n`` more until the draw that
-        brings the ``distinct``-th different tree, which is the last one kept."""
+        brings the ``distinct``-th different tree, which is the last one kept, or until ``limit``
+        draws (or all but ``UNCOVERED`` of ``q``)."""
         built: dict[frozenset[Span], ParsedTree] = {}  # a tree drawn again is built once
         draws: list[ParsedTree] = []
-        limit = max(n, MAX_DRAWS_PER_TREE * distinct)
         while True:
             for spans, logprob in sampler.draw(b, n, stream):
                 key = frozenset(spans)
@@ -323,6 +402,7 @@ class SpanParser(TrainedModel):
         sentences = checked_sentences(sentences, batch_size)
         if len(trees) != len(sentences):
             raise ValueError(f"{len(trees)} trees for {len(sentences)} sentences")
+        encoded, batches = self._batches(sentences, batch_size)
         nodes = []
         for i, (words, tree) in enumerate(zip(sentences, trees)):
             if tree.leaves() != list(words):
@@ -333,7 +413,7 @@ class SpanParser(TrainedModel):
                 raise TreeError(f"sentence {i}: {error}") from None
         out = [0.0] * len(sentences)
         with evaluating(self):
-            for chosen, scores, lengths in self._scored_batches(sentences, batch_size):
+            for chosen, scores, lengths in self._scored_batches(encoded, batches):
                 values = tree_scores(scores, [nodes[i] for i in chosen]) - inside(scores, lengths).log_z
                 for i, value in zip(chosen, values.tolist()):
                     out[i] = value
@@ -341,3 +421,20 @@ class SpanParser(TrainedModel):
 
     def _tree(self, words: Sequence[str], spans: list[Span]) -> Tree:
         return tree_from_spans(list(words), spans, self.labels)
+
+
+def _positive(name: str, value: int, *, least: int = 1) -> int:
+    """``value`` as an ``int`` of at least ``least`` (``TypeError``/``ValueError`` naming ``name``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if value < least:
+        raise ValueError(f"{name} must be at least {least}, got {value}")
+    return int(value)
+
+
+def _seed(seed: int) -> int:
+    """``seed`` as an ``int`` from 0 to ``SEED_BOUND − 1`` (``ValueError`` else)."""
+    seed = _positive("seed", seed, least=0)
+    if seed >= SEED_BOUND:
+        raise ValueError(f"seed must be at most 2**63 - 1, got {readable_count(seed)}")
+    return seed

@@ -13,6 +13,9 @@ several models; the report ranks nothing where anything does.
 
 from __future__ import annotations
 
+import codecs
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -65,12 +68,22 @@ def differences(evaluations: Mapping[str, Evaluation]) -> list[str]:
 
 
 def is_result_file(path: Path) -> bool:
-    """Result files are recognised by their fields; other JSON files in a run folder are left alone."""
+    """Result files are recognised by their fields; other JSON files in a run folder are left alone,
+    and so is anything but a regular file (a FIFO named ``*.json`` would block a reader forever:
+    it is opened without waiting, and looked at only when it is a regular file)."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            head = handle.read(4096)
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return False
+        # The first 4096 characters (a character cut at the end of the bytes read is left out).
+        head = codecs.getincrementaldecoder("utf-8")().decode(os.read(descriptor, 4 * 4096))[:4096]
     except (OSError, UnicodeDecodeError):
         return False
+    finally:
+        os.close(descriptor)
     return '"kind"' in head or '"provenance"' in head
 
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,7 +58,7 @@ from syntaxlm.report.evaluations import (
     suites_evaluation,
 )
 from syntaxlm.report.plots import circuit_accuracy_figure, perplexity_vs_sg_figure, save_figure
-from syntaxlm.results import read_result
+from syntaxlm.results import read_checked_result
 
 SG_SETS = {"hu2020": "SG score (31 suites, Hu et al.)", "qian2021": "SG score (33 suites, Qian et al.)"}
 SG_MEAN = "SG mean over scored suites"
@@ -105,12 +105,21 @@ class Run:
         return None
 
 
-def read_run(folder: str | Path) -> Run:
+def result_files(folder: Path) -> list[Path]:
+    """The result files of a run folder: every ``*.json`` under it that is a result file (a
+    regular file, not ``config.json``: ``is_result_file``), in order."""
+    return [
+        path for path in sorted(folder.rglob("*.json")) if path.name != "config.json" and is_result_file(path)
+    ]
+
+
+def read_run(folder: str | Path, *, read: Callable[[Path], dict[str, Any]] = read_checked_result) -> Run:
     """The numbers of one run folder (see the module docstring), or of one result file: its model
-    is named by the saved model it scored (``RUN/best`` is ``RUN``), else by the file."""
+    is named by the saved model it scored (``RUN/best`` is ``RUN``), else by the file. ``read``
+    reads a result file and checks its fields (``read_checked_result``)."""
     folder = Path(folder)
     if folder.is_file():
-        record = read_result(folder)
+        record = read(folder)
         model = ((record.get("inputs") or {}).get("model") or {}).get("path")
         name = Path(model).parent if model else folder.with_suffix("")
         name = name.parent if name.name in ("best", "last") else name
@@ -120,11 +129,7 @@ def read_run(folder: str | Path) -> Run:
         if (folder / "config.json").is_file():
             config = read_json(folder / "config.json", InputFormatError, expected="a run configuration")
         run = Run(folder, model=str(config.get("model", folder.name)), seed=config.get("seed"))
-        files = [
-            (path, None)
-            for path in sorted(folder.rglob("*.json"))
-            if path.name != "config.json" and is_result_file(path)
-        ]
+        files = [(path, None) for path in result_files(folder)]
     else:
         raise InputFormatError(
             "not a folder or a file",
@@ -134,7 +139,7 @@ def read_run(folder: str | Path) -> Run:
     suite_records: dict[str, dict] = {}
     suite_paths: dict[str, Path] = {}
     for path, record in files:
-        record = record or read_result(path)
+        record = record or read(path)
         kind, result = record["kind"], record["result"]
         if kind == "syntaxgym":
             suite = result["suite"]

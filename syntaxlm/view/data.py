@@ -16,16 +16,28 @@ one result file) and returns one JSON-able document:
   surprisal in bits (``Scorer``: exact for words-only models, beam search for joint ones, whose
   best parse comes with it), the tree a structure-inducing model builds, PRPN's syntactic
   distances, and for the models with a structure mask (``model.card.figures``) the mask and the
-  attention probabilities of every layer and head over the tokens the model read.
+  attention probabilities of every layer and head over the tokens the model read;
+- ``data_files``: the files whose contents the page holds besides the result files (the
+  sentences, the suites), and the files named in the runs that it refused, each with why.
 
-The numbers of result files are copied unchanged; the computed ones are rounded (surprisal and
-distances to 4 decimals, attention and masks to one character per cell: ``ATTENTION_LEVELS``).
+The numbers of result files are copied unchanged (an infinite region surprisal, a sentence a beam
+lost, as ``null``); the computed ones are rounded (surprisal and distances to 4 decimals,
+attention and masks to one character per cell: ``ATTENTION_LEVELS``).
+
+Result files are read as untrusted: every field read has its shape checked first
+(``results.check_result``: a wrong one raises ``ResultFileError`` naming the file and the field),
+only regular files are read, and a file a result names is read into the page only when it is
+demonstrably the run's data: inside a run folder given, or a treebank or SyntaxGym suite its
+reader accepts (a result file naming ``/etc/passwd`` as its test data gets it refused, not shown).
+The sentences asked for (``sentences_file``, ``test_data``) are read whatever they are.
 """
 
 from __future__ import annotations
 
 import math
+import stat
 import statistics
+import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -38,9 +50,20 @@ import numpy as np
 from syntaxlm import __version__
 from syntaxlm.errors import InputFormatError, SyntaxlmError
 from syntaxlm.files import read_json
-from syntaxlm.report.evaluations import is_result_file, suite_scoring
+from syntaxlm.report.evaluations import suite_scoring
 from syntaxlm.report.report import SECTIONS, Run, not_alike_lines, read_run, row_labels
-from syntaxlm.results import read_result
+from syntaxlm.results import (
+    MAX_INTEGER,
+    MAX_RESULT_CHARS,
+    check_fields,
+    fields,
+    integer,
+    one_of,
+    optional,
+    path_text,
+    read_checked_result,
+    text,
+)
 
 FORMAT = "syntaxlm-view 1"
 DEFAULT_SENTENCES = 20
@@ -50,22 +73,95 @@ ATTENTION_LEVELS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwx
 SAVED_MODEL = "best"
 
 
+@dataclass(frozen=True)
+class NamedFile:
+    """A data file a run names: its path, what it is to the page (``"test data"``, ``"suite"``) and
+    where it is named (the result or config file, and the field's path in it)."""
+
+    path: Path
+    what: str
+    named_by: Path
+    field: str
+
+    def description(self) -> str:
+        return f"the {self.what} named by {self.named_by} ({self.field})"
+
+
+@dataclass
+class DataFiles:
+    """The data files whose contents the page embeds and the files it refused, each with why, as
+    the document's ``data_files``; each is also said through ``echo`` when it is decided."""
+
+    echo: Callable[[str], None] = lambda message: None
+    embedded: list[dict[str, str]] = field(default_factory=list)
+    refused: list[dict[str, str]] = field(default_factory=list)
+
+    def embed(self, path: Path, what: str, why: str) -> None:
+        self.embedded.append({"path": str(path), "what": what, "why": why})
+        self.echo(f"embedded {path}: {what}; {why}")
+
+    def refuse(self, path: Path, what: str, why: str) -> None:
+        self.refused.append({"path": str(path), "what": what, "why": why})
+        self.echo(f"warning: refused {path}: {what}: {why}")
+
+    def document(self) -> dict[str, list[dict[str, str]]]:
+        return {"embedded": self.embedded, "refused": self.refused}
+
+
 @dataclass
 class Source:
-    """One path given: the run read from it, its name on the page, its saved model (if any) and
-    its SyntaxGym result records (suite -> (record, file))."""
+    """One path given: the run read from it, its name on the page, its saved model (if any), its
+    SyntaxGym result records (suite -> (record, file)) and the test data its results name."""
 
     path: Path
     run: Run
     name: str
     model_folder: Path | None
     suites: dict[str, tuple[dict[str, Any], Path]] = field(default_factory=dict)
-    test_data: Path | None = None
+    test_data: NamedFile | None = None
 
 
-def read_sources(paths: Iterable[str | Path]) -> list[Source]:
-    """Every path given as a ``Source``; a path that is not there, or a file that is not a result
-    file, raises ``InputFormatError`` naming it."""
+RUN_CONFIG = fields(
+    {
+        "model": text,
+        "seed": optional(one_of(integer(-MAX_INTEGER), text, expected="an integer or a string")),
+        "train_config": optional(fields({"data": optional(fields({"test": optional(path_text)}))})),
+    }
+)
+"""The fields of a run folder's ``config.json`` the page reads."""
+
+
+def _run_config(folder: Path) -> dict[str, Any]:
+    """A run folder's ``config.json`` (``{}`` when it has none), its fields checked (``RUN_CONFIG``)."""
+    path = folder / "config.json"
+    if not path.is_file():
+        return {}
+    config = read_json(path, InputFormatError, expected="a run configuration", most=MAX_RESULT_CHARS)
+    return check_fields(config, RUN_CONFIG, path)
+
+
+def _not_regular(path: Path) -> str | None:
+    """What ``path`` is when it is neither a regular file nor a folder (a FIFO, which reading would
+    wait on forever, a device, a socket, a broken link), else ``None``."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "a broken link" if path.is_symlink() else "unreadable"
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+
+
+def read_sources(paths: Iterable[str | Path], files: DataFiles | None = None) -> list[Source]:
+    """Every path given as a ``Source``; a path that is not there, a file that is not a result file
+    and a result file whose fields the page reads have the wrong shape (``check_result``) raise a
+    ``SyntaxlmError`` naming the file. A ``*.json`` in a run folder that is not a regular file (a
+    FIFO) is not read: ``files`` says so."""
+    files = files if files is not None else DataFiles()
     sources: list[Source] = []
     for given in paths:
         path = Path(given)
@@ -75,24 +171,33 @@ def read_sources(paths: Iterable[str | Path]) -> list[Source]:
                 path=path,
                 expected="a run folder (syntaxlm train --out, quickstart's runs/MODEL) or a result file",
             )
-        run = read_run(path)
-        files = [path] if path.is_file() else sorted(path.rglob("*.json"))
+        config: dict[str, Any] = {}
+        if path.is_dir():
+            config = _run_config(path)
+            for file in sorted(path.rglob("*.json")):
+                if (kind := _not_regular(file)) is not None:
+                    what = f"a *.json in the run folder {path}"
+                    files.refuse(file, what, f"{kind}, not a regular file, so not read")
+        records: dict[Path, dict[str, Any]] = {}
+
+        def read(file: Path, records: dict[Path, dict[str, Any]] = records) -> dict[str, Any]:
+            records[file] = read_checked_result(file)
+            return records[file]
+
+        run = read_run(path, read=read)
         suites: dict[str, tuple[dict[str, Any], Path]] = {}
         test_data = None
-        for file in files:
-            if file.name == "config.json" or not is_result_file(file):
-                continue
-            record = read_result(file)
+        for file, record in records.items():
             if record["kind"] == "syntaxgym":
                 suites[record["result"]["suite"]] = (record, file)
             elif record["kind"] == "perplexity" and test_data is None:
-                given_data = ((record.get("inputs") or {}).get("data") or {}).get("path")
-                test_data = Path(given_data) if given_data else None
-        if test_data is None and path.is_dir() and (path / "config.json").is_file():
-            config = read_json(path / "config.json", InputFormatError, expected="a run configuration")
-            named = ((config.get("train_config") or {}).get("data") or {}).get("test")
-            test_data = Path(named) if named else None
-        sources.append(Source(path, run, run.model, _saved_model(path), suites=suites, test_data=test_data))
+                named = ((record.get("inputs") or {}).get("data") or {}).get("path")
+                test_data = NamedFile(Path(named), "test data", file, "inputs.data.path") if named else None
+        named = ((config.get("train_config") or {}).get("data") or {}).get("test")
+        if test_data is None and named:
+            test_data = NamedFile(Path(named), "test data", path / "config.json", "train_config.data.test")
+        model_folder = _saved_model(path, records)
+        sources.append(Source(path, run, run.model, model_folder, suites=suites, test_data=test_data))
     names = [source.name for source in sources]
     for source in sources:
         if names.count(source.name) > 1:
@@ -105,12 +210,11 @@ def read_sources(paths: Iterable[str | Path]) -> list[Source]:
     return sources
 
 
-def _saved_model(path: Path) -> Path | None:
+def _saved_model(path: Path, records: dict[Path, dict[str, Any]]) -> Path | None:
     """The saved model of a run folder (``RUN/best``), or the one a result file names."""
     if path.is_dir():
         return path / SAVED_MODEL if (path / SAVED_MODEL / "config.json").is_file() else None
-    record = read_result(path)
-    weights = ((record.get("inputs") or {}).get("model") or {}).get("path")
+    weights = ((records[path].get("inputs") or {}).get("model") or {}).get("path")
     if weights and (Path(weights).parent / "config.json").is_file():
         return Path(weights).parent
     return None
@@ -168,22 +272,54 @@ def comparison_tables(sources: Sequence[Source]) -> list[dict[str, Any]]:
 # --- SyntaxGym --------------------------------------------------------------------------------------
 
 
-def syntaxgym_data(sources: Sequence[Source]) -> list[dict[str, Any]]:
-    """Per suite any source scored: its regions, conditions and predictions, each run's accuracy
-    and method, and per item the region text and each run's outcomes and region surprisals."""
+def _named_suite(named: NamedFile, suite_name: str, files: DataFiles):
+    """The suite of a file a result names, when it is a SyntaxGym suite (``load_suite``) of that
+    name; else ``None``, and ``files`` says why it was refused."""
     from syntaxlm.eval.syntaxgym import load_suite
 
+    if (why := _missing(named.path)) is not None:
+        files.refuse(named.path, named.description(), why)
+        return None
+    try:
+        suite = load_suite(named.path)
+    except SyntaxlmError:
+        files.refuse(named.path, named.description(), "not a SyntaxGym suite (load_suite does not read it)")
+        return None
+    if suite.name != suite_name:
+        files.refuse(named.path, named.description(), f"it holds suite {suite.name!r}, not {suite_name!r}")
+        return None
+    files.embed(named.path, named.description(), "a SyntaxGym suite, read by load_suite")
+    return suite
+
+
+def _surprisals(bits: dict[str, list[float | None]] | None) -> dict[str, list[float | None]] | None:
+    """A result's region surprisals as the page shows them: an infinite one (a sentence a beam
+    lost) as ``null``, drawn as a missing value."""
+    if bits is None:
+        return None
+    return {c: [v if v is None or math.isfinite(v) else None for v in values] for c, values in bits.items()}
+
+
+def syntaxgym_data(sources: Sequence[Source], files: DataFiles | None = None) -> list[dict[str, Any]]:
+    """Per suite any source scored: its regions, conditions and predictions, each run's accuracy
+    and method, and per item the region text and each run's outcomes and region surprisals. The
+    regions' text is that of the first suite file the results name that is that suite."""
+    files = files if files is not None else DataFiles()
     suites = []
     for suite_name in sorted({suite for source in sources for suite in source.suites}):
         scored = [(source, *source.suites[suite_name]) for source in sources if suite_name in source.suites]
         first = scored[0][1]
-        suite = None
-        suite_file = ((first.get("inputs") or {}).get("suite") or {}).get("path")
-        if suite_file and Path(suite_file).is_file():
-            try:
-                suite = load_suite(suite_file)
-            except SyntaxlmError:
-                suite = None
+        suite, suite_file = None, None
+        named = {
+            Path(given): NamedFile(Path(given), "suite", file, "inputs.suite.path")
+            for _, record, file in scored
+            if (given := ((record.get("inputs") or {}).get("suite") or {}).get("path"))
+        }
+        for candidate in named.values():
+            suite = _named_suite(candidate, suite_name, files)
+            if suite is not None:
+                suite_file = candidate.path
+                break
         items: dict[int, dict[str, Any]] = {}
         if suite is not None:
             for item in suite.items:
@@ -202,12 +338,11 @@ def syntaxgym_data(sources: Sequence[Source]) -> list[dict[str, Any]]:
             }
             for item in result.get("items") or []:
                 entry = items.setdefault(
-                    int(item["item_number"]),
-                    {"item_number": int(item["item_number"]), "regions": {}, "runs": {}},
+                    item["item_number"], {"item_number": item["item_number"], "regions": {}, "runs": {}}
                 )
                 entry["runs"][source.name] = {
                     "results": item["results"],
-                    "region_surprisals_bits": item.get("region_surprisals_bits"),
+                    "region_surprisals_bits": _surprisals(item.get("region_surprisals_bits")),
                 }
         n_regions = max(
             (len(values) for item in items.values() for run in item["runs"].values()
@@ -217,7 +352,7 @@ def syntaxgym_data(sources: Sequence[Source]) -> list[dict[str, Any]]:
         suites.append(
             {
                 "suite": suite_name,
-                "suite_file": str(suite_file) if suite is not None else None,
+                "suite_file": None if suite_file is None else str(suite_file),
                 "predictions": first["result"].get("predictions", []),
                 "region_names": list(suite.region_names)
                 if suite is not None
@@ -244,8 +379,7 @@ def _conditions(items: dict[int, dict[str, Any]]) -> list[str]:
 def read_view_sentences(path: Path, limit: int | None) -> tuple[list[list[str]], list[Any | None]]:
     """The sentences of a file (one per line, or a treebank whose trees come with them, in the
     models' view) and their trees (``None`` for plain sentences), the first ``limit`` of them."""
-    from syntaxlm.data.sentences import is_treebank, read_sentences
-    from syntaxlm.data.treebank import read_treebank
+    from syntaxlm.data.sentences import read_sentences
 
     if not path.is_file():
         raise InputFormatError(
@@ -253,12 +387,27 @@ def read_view_sentences(path: Path, limit: int | None) -> tuple[list[list[str]],
             path=path,
             expected="sentences, one per line, or a treebank (PTB brackets, CoNLL-U)",
         )
-    if path.suffix in (".conllu", ".conll") or is_treebank(path):
-        trees = read_treebank(path)[:limit]
-        words = [list(tree.leaves()) if hasattr(tree, "leaves") else list(tree.words) for tree in trees]
-        return words, [tree if hasattr(tree, "leaves") else None for tree in trees]
+    if (treebank := read_if_treebank(path)) is not None:
+        return treebank_sentences(treebank, limit)
     words = read_sentences(path)[:limit]
     return words, [None] * len(words)
+
+
+def read_if_treebank(path: Path) -> list | None:
+    """The trees of a file that is a treebank (CoNLL-U by its name, PTB brackets by its first
+    character), read by ``read_treebank``; ``None`` for any other file."""
+    from syntaxlm.data.sentences import is_treebank
+    from syntaxlm.data.treebank import read_treebank
+    from syntaxlm.trees.dependency import is_conllu
+
+    return read_treebank(path) if is_conllu(path) or is_treebank(path) else None
+
+
+def treebank_sentences(trees: Sequence[Any], limit: int | None) -> tuple[list[list[str]], list[Any | None]]:
+    """The words and the trees (``None`` for dependency trees) of the first ``limit`` trees."""
+    trees = trees[:limit]
+    words = [list(tree.leaves()) if hasattr(tree, "leaves") else list(tree.words) for tree in trees]
+    return words, [tree if hasattr(tree, "leaves") else None for tree in trees]
 
 
 def tree_json(tree: Any) -> Any:
@@ -393,6 +542,72 @@ def model_sentences(
     }
 
 
+MAX_NAMED_BYTES = 2**30  # a data file a run names: larger than any treebank or suite it would name
+
+
+def _missing(path: Path) -> str | None:
+    """Why a file a run names is not read (not there, not a regular file, larger than
+    ``MAX_NAMED_BYTES``), or ``None``."""
+    if not path.exists():
+        return "not there"
+    if not path.is_file():
+        return f"{_not_regular(path) or 'a folder'}, not a regular file"
+    if path.stat().st_size > MAX_NAMED_BYTES:
+        return f"larger than {MAX_NAMED_BYTES:,} bytes"
+    return None
+
+
+def _begins_like_treebank(path: Path) -> bool:
+    """Whether a file may be a treebank, from no more than its first 64 Ki characters: CoNLL-U by
+    its name, else PTB brackets (its first non-blank character is "(")."""
+    from syntaxlm.files import open_text
+    from syntaxlm.trees.dependency import is_conllu
+
+    if is_conllu(path):
+        return True
+    try:
+        with open_text(path) as handle:
+            return handle.read(2**16).lstrip().startswith("(")
+    except (OSError, ValueError, EOFError, zlib.error):  # unreadable, not UTF-8, a damaged .gz
+        return False
+
+
+def run_test_data(
+    named: NamedFile, sources: Sequence[Source], limit: int | None, files: DataFiles
+) -> tuple[Path, list[list[str]], list[Any | None]] | None:
+    """The test sentences (and trees) of a file a run names, read only when it is demonstrably
+    data: a file inside a run folder given (links resolved), or a treebank the treebank reader
+    reads (CoNLL-U, or PTB brackets: what ``train``, ``eval`` and the quickstart name); else
+    ``None``, and ``files`` says why it was refused. Any other file a result file names (one
+    crafted to name ``/etc/passwd``) is never read into the page."""
+    path, what = named.path, named.description()
+    if (why := _missing(path)) is not None:
+        files.refuse(path, what, why)
+        return None
+    resolved = path.resolve()
+    folder = next(
+        (s.path for s in sources if s.path.is_dir() and resolved.is_relative_to(s.path.resolve())), None
+    )
+    if folder is not None:
+        words, trees = read_view_sentences(path, limit)
+        files.embed(path, what, f"inside the run folder {folder}")
+        return path, words, trees
+    try:
+        treebank = read_if_treebank(path) if _begins_like_treebank(path) else None
+    except SyntaxlmError:
+        treebank = None
+    if treebank is None:
+        files.refuse(
+            path,
+            what,
+            "not inside a run folder given (links resolved) and not a treebank (PTB brackets, CoNLL-U) the "
+            "treebank reader reads; give it with --sentences or --test to show it",
+        )
+        return None
+    files.embed(path, what, "a treebank, read by the treebank reader")
+    return (path, *treebank_sentences(treebank, limit))
+
+
 def sentences_data(
     sources: Sequence[Source],
     *,
@@ -402,24 +617,33 @@ def sentences_data(
     beam,
     echo: Callable[[str], None],
     on_estimate: Callable[[str, list[list[str]]], Callable | None] | None = None,
+    files: DataFiles | None = None,
 ) -> dict[str, Any]:
-    """The sentence view's data: the sentences, their gold trees and each saved model's numbers."""
+    """The sentence view's data: the sentences, their gold trees and each saved model's numbers.
+    The sentences are those of ``sentences_file`` or ``test_data`` when given, else those of the
+    test data the runs name where that is the runs' own (``run_test_data``); ``files`` says which
+    file was read and which were refused."""
     from syntaxlm.models import load_model
 
-    given = sentences_file or test_data
-    found = [source.test_data for source in sources if source.test_data is not None]
-    path = given or (found[0] if found else None)
+    files = files if files is not None else DataFiles(echo)
     data: dict[str, Any] = {"source": None, "sentences": [], "gold": [], "models": {}, "notes": []}
-    if path is None:
-        data["notes"].append(
-            "no sentences: the runs name no test data; build the page with --sentences FILE or --test FILE"
-        )
-        return data
-    if given is None and not path.is_file():
-        data["notes"].append(f"the test data the runs name, {path}, is not there; give --test or --sentences")
-        echo(f"warning: {data['notes'][-1]}")
-        return data
-    words, trees = read_view_sentences(path, limit)
+    given = sentences_file or test_data
+    if given is not None:
+        words, trees = read_view_sentences(given, limit)
+        asked = "--sentences" if sentences_file is not None else "--test"
+        files.embed(given, f"the sentences asked for ({asked})", "named by the user")
+        path = given
+    else:
+        named = {s.test_data.path: s.test_data for s in sources if s.test_data is not None}
+        found = None
+        for candidate in named.values():
+            if (found := run_test_data(candidate, sources, limit, files)) is not None:
+                break
+        if found is None:
+            why = "the runs name no test data" if not named else "the test data the runs name was refused"
+            data["notes"].append(f"no sentences: {why}; build the page with --sentences FILE or --test FILE")
+            return data
+        path, words, trees = found
     data.update(
         source=str(path),
         sentences=[list(w) for w in words],
@@ -461,10 +685,12 @@ def view_data(
     """The page's document (module docstring). ``sentences_file``: the sentences to show (one per
     line, or a treebank) instead of the test data the runs name (``test_data`` overrides that);
     ``limit``: the first so many; ``beam``: the beam of joint models (default the papers'
-    100/10/5); ``models=False``: result files only, no sentence view."""
+    100/10/5); ``models=False``: result files only, no sentence view; ``echo``: told each data
+    file read into the page and each refused (``data_files``), and what is being scored."""
     from syntaxlm.inference.beam import PAPER_BEAM
 
-    sources = read_sources(paths)
+    files = DataFiles(echo)
+    sources = read_sources(paths, files)
     if not sources:
         raise ValueError("no run folders or result files given")
     beam = beam or PAPER_BEAM
@@ -483,7 +709,7 @@ def view_data(
             for source in sources
         ],
         "tables": comparison_tables(sources),
-        "syntaxgym": syntaxgym_data(sources),
+        "syntaxgym": syntaxgym_data(sources, files),
     }
     if models:
         document["sentence_view"] = sentences_data(
@@ -494,10 +720,12 @@ def view_data(
             beam=beam,
             echo=echo,
             on_estimate=on_estimate,
+            files=files,
         )
     else:
         document["sentence_view"] = {
             "source": None, "sentences": [], "gold": [], "models": {},
             "notes": ["built from result files only: no sentence view"],
         }  # fmt: skip
+    document["data_files"] = files.document()
     return document

@@ -126,6 +126,16 @@
       el("span", { class: "swatch", style: "background:" + color(run.name) }), " ",
       el("b", { text: run.name }), ": " + run.path + (run.seed !== null && run.seed !== undefined ? ", seed " + run.seed : "")
       + (run.saved_model ? ", saved model " + run.saved_model : ", no saved model")))));
+    // Which files' contents the page holds besides the result files, and which it would not read.
+    const files = DATA.data_files || { embedded: [], refused: [] };
+    const fileList = (id, entries) => el("ul", { id: id }, entries.map((f) => el("li", {},
+      el("code", { text: f.path }), ": " + f.what + "; " + f.why)));
+    root.append(el("h2", { text: "Data files" }), el("div", { id: "data-files" },
+      files.embedded.length ? [el("p", { text: "Read into this page, besides the runs' result files:" }),
+                               fileList("data-embedded", files.embedded)]
+                            : note("No data file was read into this page besides the runs' result files."),
+      files.refused.length ? [el("p", { text: "Refused (not read into this page):" }),
+                              fileList("data-refused", files.refused)] : null));
   }
 
   // --- SyntaxGym -----------------------------------------------------------------------------------

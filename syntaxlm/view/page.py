@@ -24,9 +24,14 @@ def _asset(name: str) -> str:
     return resources.files("syntaxlm.view").joinpath(name).read_text(encoding="utf-8")
 
 
+SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
 def embedded_json(document: dict[str, Any]) -> str:
-    """The document as JSON safe inside a script element (``<``, ``>`` and ``&`` as escapes)."""
+    """The document as JSON safe inside a script element (``<``, ``>`` and ``&`` as escapes) and
+    in a UTF-8 file (a lone surrogate, which JSON text read from a file may hold, as an escape)."""
     text = json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    text = SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

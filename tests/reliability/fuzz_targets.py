@@ -1102,6 +1102,250 @@ def check_model_folder(value: tuple[int, bytes], folder: Path) -> None:
     outcome(lambda: load_model(model_folder), lambda error: named_in_message(error, model_folder))
 
 
+# -- result files read by the explorer page (syntaxlm view) ----------------------------------------------
+
+_PROVENANCE = {"syntaxlm_version": "0.1.0", "git_commit": None, "created": "2025-01-01T00:00:00+00:00"}
+_BEAM = {"action_beam": 5, "word_beam": 2, "fast_track": 1}
+_VIEW_RECORDS = (
+    (
+        "perplexity",
+        {
+            "perplexity_per_word": 112.5, "perplexity_per_token": 95.25, "n_words": 20, "n_sentences": 2,
+            "perplexity_per_word_without_end": 130.0, "sentence_perplexities_per_word": [100.0, 125.0],
+            "marginalisation": {
+                "method": "beam", "perplexity": "approximate (beam search)", "context": "sentence",
+                "segment_length": None, "memory_length": None, "renormalised": False, **_BEAM,
+            },
+        },
+        {
+            "data": {"path": "data/test.trees", "sha256": "ab" * 32},
+            "model": {"path": "runs/tg/best/model.safetensors", "sha256": None},
+        },
+        {"test_sentences": 2, "context": "sentence"},
+    ),
+    (
+        "syntaxgym",
+        {
+            "suite": "synthetic_number_src", "predictions": ["(2;%mismatch%) > (2;%match%)"], "n_items": 2,
+            "items": [
+                {"item_number": 1, "results": [True], "all": True, "tie": False, "predictions": [],
+                 "region_surprisals_bits": {"match": [3.5, 2.0], "mismatch": [3.5, 6.25]}},
+                {"item_number": 2, "results": [False], "all": False, "tie": False, "predictions": [],
+                 "region_surprisals_bits": {"match": [1.5, 4.0], "mismatch": [1.5, math.inf]}},
+            ],
+            "accuracy_pred0": 0.5, "chance_pred0": 0.5, "method": "beam", **_BEAM,
+        },
+        {"suite": {"path": "data/suites/synthetic_number_src.json", "sha256": None}},
+        {"method": "beam", **_BEAM},
+    ),
+    (
+        "blimp",
+        {"overall_accuracy": 0.75, "n_paradigms": 2, "n_pairs": 4, "phenomena": {"anaphor_agreement": 0.75}},
+        {"data": {"path": "blimp", "sha256": None}},
+        {"method": "exact", "paradigms": ["anaphor_gender_agreement", "wh_questions_object_gap"],
+         "ten_percent": True, "max_pairs": 2, "limit": 4, "pairs_selected": 4},
+    ),
+    (
+        "parseval",
+        {"summary": {"all": {"f1": 87.5, "sentences": 2, "recall": 85.0}, "len40": {"f1": 87.5}}},
+        {"gold": {"path": "data/test.trees", "sha256": None}},
+        {"parses": "the beam's best tree", "unlabeled": False, **_BEAM},
+    ),
+    (
+        "uf1",
+        {"model": {"mean_sentence_f1": 0.4, "corpus_f1_percent": 38.0}, "n_scored": 2, "max_words": 10},
+        {"gold": {"path": "data/test.trees", "sha256": None}},
+        {},
+    ),
+)  # fmt: skip
+VIEW_RESULT_EXAMPLES = tuple(
+    json.dumps(
+        {"kind": kind, "result": result, "inputs": inputs, "options": options, "provenance": _PROVENANCE},
+        indent=1,
+    ).encode()
+    for kind, result, inputs, options in _VIEW_RECORDS
+)
+VIEW_RESULT_PIECES = JSON_PIECES + (
+    b"false", b'""', b"[]", b"{}", b"-0", b"1e100", b"9007199254740993", b'"kind"', b'"result"', b'"items"',
+    b'"results"', b'"suite"', b'"perplexity"', b'"syntaxgym"', b'"action_beam"', b'"segment_length"',
+)  # fmt: skip
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5)
+    | st.sampled_from([2**53 + 1, 10**400, -1e101, "all", "-Infinity"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)  # fmt: skip
+
+
+@st.composite
+def json_value_swapped(draw, records: Sequence[Any]) -> bytes:
+    """A valid JSON document with one of its values (or a whole object or list) put in place of
+    another of any type, or a field dropped: what a wrong-typed field reads like."""
+    document = json.loads(json.dumps(draw(st.sampled_from(records))))
+    places: list[tuple[Any, Any]] = []  # (container, key or index) of every value under the top level
+    stack = [document]
+    while stack:
+        value = stack.pop()
+        if not isinstance(value, dict | list):
+            continue
+        for key, member in value.items() if isinstance(value, dict) else enumerate(value):
+            places.append((value, key))
+            stack.append(member)
+    container, key = draw(st.sampled_from(places))
+    if isinstance(container, dict) and draw(st.booleans()):
+        del container[key]
+    else:
+        container[key] = draw(_JSON_VALUES)
+    return json.dumps(document).encode()
+
+
+def check_view_results(value: tuple[int, bytes], folder: Path) -> None:
+    """The explorer page's data (``view_data`` with ``models=False``: result files only, no model
+    loaded) of a result file, given itself (options bit 0) or in a run folder, then the page of
+    that document, written and read back."""
+    from syntaxlm.view import render_page, view_data
+    from syntaxlm.view.page import read_embedded
+
+    options, data = value
+    run = folder / "view_run"
+    path = folder / "view_result.json" if options & 1 else run / "results" / "result.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    given = path if options & 1 else run
+    document = outcome(
+        lambda: view_data([given], models=False), lambda error: located_in_file(error, path, data, line=False)
+    )
+    if failed(document):
+        return
+    for table in document["tables"]:
+        for row in table["rows"]:
+            for name, cell in row["numbers"].items():
+                assert all(
+                    v is None or (type(v) in (int, float) and math.isfinite(v)) for v in cell["values"]
+                ), f"{table['kind']} {name}: {cell['values']} is not a number"
+    page = folder / "view.html"
+    page.write_text(render_page(document), encoding="utf-8")
+    assert read_embedded(page) == document, "the page does not hold the document"
+
+
+# -- proposal files and the proposal parser's sizes ------------------------------------------------------
+
+PROPOSALS_EXAMPLE = (
+    b"0\t(S (NP (DT The) (NN dog)) (VP (VBZ barks)))\n"
+    b"1\t(ROOT (S (NP (PRP It)) (VP (VBD flew))))\n\n"
+    b" 0\t(S (NP (DT The)) (VP (NN dog) (VBZ barks)))\n"
+)
+PARSER_PROPOSALS_EXAMPLE = b"# trees without POS tags\n0\t(S (NP the bird) sings)\n1\t(S It (VP flew))\n"
+PROPOSAL_PIECES = LINE_PIECES + TREE_PIECES + (
+    "\u00b9".encode(), "\u0663".encode(), "\uff11".encode(), b"9" * 5000, b"99999999999999999999", b"-1",
+    b"+1", b"1_0", b"0x1", b"0\t", b"1\t", b"# trees without POS tags\n",
+)  # fmt: skip
+
+
+def check_proposals(value: tuple[int, bytes], folder: Path) -> None:
+    """``read_proposals`` on a file (``--proposals`` of score, parse, eval ppl): options bit 0 POS
+    tags, bit 1 the number of sentences given (``options >> 2``). A file read gives every tree of
+    its lines (none dropped), each sentence its group."""
+    from syntaxlm.inference.marginal import NO_POS_TAGS_HEADER, read_proposals
+
+    options, data = value
+    path = folder / "proposals.txt"
+    path.write_bytes(data)
+    n_sentences = options >> 2 if options & 2 else None
+    groups = outcome(
+        lambda: read_proposals(path, n_sentences=n_sentences, pos_tags=bool(options & 1)),
+        lambda error: located_in_file(error, path, data),
+    )
+    if failed(groups):
+        return
+    lines = io.StringIO(data.decode("utf-8-sig"), newline=None).readlines()
+    header = int(bool(lines) and lines[0].strip() == NO_POS_TAGS_HEADER)
+    assert sum(map(len, groups)) == sum(1 for line in lines[header:] if line.strip()), "a tree was dropped"
+    assert n_sentences is None or len(groups) == n_sentences
+    for group in groups:
+        for tree in group:
+            use_tree(tree)
+
+
+def proposal_files() -> st.SearchStrategy[bytes]:
+    tree = st.one_of(pos_tagged_trees(6), posless_trees(6))
+    lines = st.lists(st.tuples(st.integers(0, 3), tree), min_size=1, max_size=4)
+    generated = lines.map(lambda pairs: "".join(f"{i}\t{t.to_bracket()}\n" for i, t in pairs).encode())
+    return st.one_of(generated, st.sampled_from([PROPOSALS_EXAMPLE, PARSER_PROPOSALS_EXAMPLE]))
+
+
+PARSER_SENTENCES = [["the"], ["the", "bird"], ["it", "flew", "away"], ["the", "bird", "sings", "now"]]
+PARSER_CALLS = ("parse", "sample", "distinct", "proposals")
+PARSER_SIZES = (-2, -1, 0, 1, 2, 3, 7, 40, 10**9, 10**20, 2**63 - 1, 2**63, -(2**63))
+
+
+@functools.cache
+def _tiny_parser():
+    """An untrained span parser with one chain label (S): at most 176 trees for a 4-word sentence,
+    so that any k best stay small."""
+    from syntaxlm.models.span_parser import SpanParser
+
+    trees = [Tree.from_bracket("(S (S the bird) (S sings now))"), Tree.from_bracket("(S it (S flew away))")]
+    vocab = WordVocab.build([tree.leaves() for tree in trees], min_freq=1)
+    config = {"model": "parser", "d_model": 8, "n_layers": 1, "hidden_size": 8, "span_hidden": 8}
+    return build_model(config, SpanParser.vocabularies_for(config, trees, vocab)).eval()
+
+
+def check_parser_options(value: tuple[str, int, int, int, int], folder: Path) -> None:
+    """The proposal parser's library calls (``parse --kbest``, ``--samples`` as ``sample``, drawing
+    until distinct trees, ``draw_proposals``) on any size, seed and batch size: trees of the words
+    (at most as many as asked), a ``SizeError`` naming the size, or an argument error of syntaxlm."""
+    from syntaxlm.errors import SizeError
+    from syntaxlm.inference.importance import draw_proposals
+
+    call, size, seed, batch_size, count = value
+    parser, sentences = _tiny_parser(), PARSER_SENTENCES[: count + 1]
+
+    def run() -> list:
+        if call == "proposals":
+            drawn = draw_proposals(parser, sentences, size, seed=seed, batch_size=batch_size)
+            return [draw.trees for draw in drawn]
+        if call == "parse":
+            found = parser.parse(sentences, k=size, batch_size=batch_size)
+        elif call == "sample":
+            found = parser.sample(sentences, size, seed=seed, batch_size=batch_size)
+        else:
+            found = parser.sample(sentences, 3, seed=seed, batch_size=batch_size, distinct=size)
+        return [[parsed.tree for parsed in trees] for trees in found]
+
+    def located(error: SyntaxlmError) -> None:
+        assert isinstance(error, SizeError), f"{type(error).__name__}: {error}"
+        assert error.name in ("k", "n", "distinct") and "fits" in str(error), f"not a size's bound: {error}"
+
+    try:
+        found = outcome(run, located)
+    except (ValueError, TypeError) as error:
+        programmer_error(error)
+        return
+    if failed(found):
+        return
+    assert len(found) == len(sentences)
+    for words, trees in zip(sentences, found):
+        assert trees and all(tree.leaves() == words for tree in trees)
+        if call == "parse":
+            assert len(trees) <= size and len({tree.to_bracket() for tree in trees}) == len(trees)
+
+
+def parser_options() -> st.SearchStrategy[tuple[str, int, int, int, int]]:
+    sizes = st.one_of(st.integers(-2, 40), st.sampled_from(PARSER_SIZES))
+    batch_sizes = st.one_of(st.integers(-1, 4), st.just(10**20))
+    return st.tuples(st.sampled_from(PARSER_CALLS), sizes, sizes, batch_sizes, st.integers(0, 3))
+
+
+def parser_options_from_bytes(data: bytes) -> tuple[str, int, int, int, int]:
+    call, size, seed, batch, count = data.ljust(5, b"\x00")[:5]
+    sizes = PARSER_SIZES
+    batch_size = (-1, 0, 1, 2, 10**20)[batch % 5]
+    return PARSER_CALLS[call % 4], sizes[size % len(sizes)], sizes[seed % len(sizes)], batch_size, count % 4
+
+
 # -- the targets -------------------------------------------------------------------------------------------
 
 
@@ -1308,6 +1552,35 @@ TARGETS: dict[str, Target] = {
             ),
             options_and_bytes,
             lambda: [bytes([0]) + MODEL_CONFIG_EXAMPLE, bytes([1]) + MODEL_WEIGHTS_EXAMPLE],
+        ),
+        Target(
+            "view_results",
+            "syntaxlm view's data (result files only) of a result file of each kind the page reads, broken",
+            check_view_results,
+            lambda: with_options(
+                st.one_of(
+                    file_input(st.sampled_from(VIEW_RESULT_EXAMPLES), VIEW_RESULT_PIECES),
+                    json_value_swapped([json.loads(example) for example in VIEW_RESULT_EXAMPLES]),
+                )
+            ),
+            options_and_bytes,
+            _file_seeds(*VIEW_RESULT_EXAMPLES),
+        ),
+        Target(
+            "proposals",
+            "read_proposals on a proposals file (INDEX<TAB>TREE lines)",
+            check_proposals,
+            lambda: with_options(file_input(proposal_files(), PROPOSAL_PIECES)),
+            options_and_bytes,
+            _file_seeds(PROPOSALS_EXAMPLE, PARSER_PROPOSALS_EXAMPLE),
+        ),
+        Target(
+            "parser_options",
+            "the proposal parser's k best, samples and distinct draws with any size, seed and batch size",
+            check_parser_options,
+            parser_options,
+            parser_options_from_bytes,
+            lambda: [bytes([0, 7, 3, 2, 3]), bytes([3, 6, 6, 1, 3]), bytes([1, 9, 0, 0, 0])],
         ),
     )
 }

@@ -23,7 +23,8 @@ from syntaxlm.trees.ptb import TreeReader
 from tests.reliability.fuzz_targets import TARGETS, conllu_sentence
 from tests.strategies import pos_tagged_trees
 
-EXAMPLES = {"parseval": 150, "tg": 200}  # per target; the whole directory runs in well under a minute
+# per target; the whole directory runs in well under a minute
+EXAMPLES = {"parseval": 150, "tg": 200, "parser_options": 100}
 DEFAULT_EXAMPLES = 300
 FUZZ_SETTINGS = {
     "deadline": None,

@@ -190,7 +190,8 @@ def test_a_full_disk_outside_the_library_s_own_writes_is_one_clear_line(monkeypa
         cli.main()
     assert stopped.value.code == 2
     assert capsys.readouterr().err.strip() == (
-        "error: no space left on the device writing runs/x/model.safetensors: No space left on device"
+        "error: no space left on the device writing runs/x/model.safetensors; free space there or "
+        "choose another folder"
     )
 
 
@@ -235,6 +236,22 @@ def test_a_damaged_file_is_not_sealed(tmp_path, vocab):
     with pytest.raises(ModelFileError, match="damaged; not sealed"):
         seal_tensors_file(weights)
     assert weights.read_bytes() == damaged
+
+
+def test_sealing_through_a_link_seals_the_file_it_points_to_and_keeps_the_link(tmp_path, vocab):
+    folder = _model(vocab).save_pretrained(tmp_path / "model")
+    real = tmp_path / "elsewhere.safetensors"
+    (folder / "model.safetensors").rename(real)
+    (folder / "model.safetensors").symlink_to(real)
+    _drop_the_hash(real)
+    from syntaxlm.cli import app
+
+    sealed = CliRunner().invoke(app, ["model", "seal", str(folder)])
+    assert sealed.exit_code == 0, sealed.output
+    assert f"sealed {real} (the file the link {folder / 'model.safetensors'} points to)" in sealed.output
+    assert (folder / "model.safetensors").is_symlink()
+    load_model(folder)  # through the link, the sealed file
+    assert not list(tmp_path.glob(".*.tmp")) and not list(folder.glob(".*.tmp"))
 
 
 # --- configs describing huge models ---------------------------------------------------------------------

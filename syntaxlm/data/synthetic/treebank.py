@@ -16,8 +16,11 @@ from syntaxlm.data.lexicon import LEXICON, Lexicon
 from syntaxlm.data.synthetic.grammar import MAX_WORDS, REFLEXIVES, Grammar, closed_class_words, derive_seed
 from syntaxlm.data.synthetic.suites import SUITE_DESIGNS, GeneratedSuite, build_suite
 from syntaxlm.files import atomic_writer, no_space_reported, sha256_file
+from syntaxlm.memory import check_size
 from syntaxlm.trees.ptb import write_trees
 from syntaxlm.trees.tree import Tree
+
+TREE_BYTES = 4096  # memory a generated tree takes while the treebank is written (about 1.9 KB measured)
 
 
 class SyntheticTreebank:
@@ -172,6 +175,7 @@ def write_synthetic_treebank(
     """
     if not isinstance(sentences, int) or sentences < 1:
         raise ValueError(f"sentences must be a positive integer, got {sentences!r}")
+    check_size("sentences", sentences, lambda n: n * TREE_BYTES, "the synthetic treebank's trees")
     counts = _split_counts(sentences, split)
     out = Path(out_dir)
     bank = SyntheticTreebank(seed, lexicon_size=lexicon_size)

@@ -247,6 +247,39 @@ def data_split(
         typer.echo(f"left out: {left_out['sentences']} sentences of {left_out['files']} files")
 
 
+@data_app.command("english")
+def data_english(
+    source: Annotated[
+        Path,
+        typer.Argument(
+            help="The folder holding craft/, gum_const_cc/ and nltk_wsj_sample_noncommercial/ "
+            "(../shared/data/constituency's layout)."
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="Folder for train/dev/test.trees and split.json.")],
+    treebanks: Annotated[
+        str, typer.Option(help="The treebanks to take, comma-separated: craft, gum, wsj-sample.")
+    ] = "craft,gum,wsj-sample",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the manifest (split.json) as JSON.")] = False,
+) -> None:
+    """The real-English corpus: CRAFT, GUM and the WSJ sample split by document, each treebank by
+    its own split where it has one, cleaned as the recipes read them (docs/real-english.md)."""
+    from syntaxlm.data.english import make_english_corpus
+
+    manifest = make_english_corpus(source, out, _names(treebanks, "--treebanks"))
+    if as_json:
+        _print_json(manifest)
+        return
+    for name, counts in manifest["splits"].items():
+        typer.echo(
+            f"{name:>5}: {counts['sentences']:,} sentences, {counts['words']:,} words, "
+            f"{counts['files']} documents -> {counts['path']}"
+        )
+    for name, counts in manifest["treebanks"].items():
+        per_split = ", ".join(f"{split} {n:,}" for split, n in counts["sentences"].items())
+        typer.echo(f"{name}: sentences {per_split}")
+
+
 class CleaningStyle(str, Enum):
     ptb = "ptb"
     choe_charniak = "choe-charniak"

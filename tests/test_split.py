@@ -41,7 +41,7 @@ def test_wsj_sections_split_train_02_21_dev_22_test_23(tmp_path):
     manifest = split_by_wsj_sections([wsj], tmp_path / "out")
     sentences = {name: split["sentences"] for name, split in manifest["splits"].items()}
     assert sentences == {"train": 80, "dev": 4, "test": 4}
-    assert manifest["left_out"] == {"files": 6, "sentences": 12}  # sections 00, 01, 24
+    assert manifest["left_out"] == {"files": 6, "sentences": 12, "words": 36}  # sections 00, 01, 24
     assert words(tmp_path / "out" / "dev.trees") == ["wsj_2201a", "wsj_2201b", "wsj_2202a", "wsj_2202b"]
     train = words(tmp_path / "out" / "train.trees")
     assert train[0] == "wsj_0201a" and train[-1] == "wsj_2102b"

@@ -22,6 +22,7 @@ from pathlib import Path
 from syntaxlm.errors import SyntaxlmError
 from syntaxlm.files import atomic_writer, refuse_overwriting
 from syntaxlm.trees.dependency import CONLLU_SUFFIXES, ConlluReader, is_conllu
+from syntaxlm.trees.clean import Cleaning
 from syntaxlm.trees.ptb import TREEBANK_SUFFIXES, TreeReader
 
 SPLITS = ("train", "dev", "test")
@@ -124,7 +125,7 @@ def split_by_ratio(
         for sentence in order[start:end]:
             split_of[sentence] = index
     method = {"method": "ratio", "ratios": list(ratios), "seed": seed, "sources": [str(s) for s in sources]}
-    return _write_splits(
+    return write_splits(
         out, files, names, lambda _file, sentence: names[split_of[sentence]], method, pos_tags
     )
 
@@ -165,7 +166,7 @@ def split_by_wsj_sections(sources: Sequence[str | Path], out: str | Path, *, pos
         "sections": {name: _section_range(wanted) for name, wanted in WSJ_SECTIONS.items()},
         "sources": [str(source) for source in sources],
     }
-    return _write_splits(out, files, SPLITS, lambda file, _sentence: assigned[file], method, pos_tags)
+    return write_splits(out, files, SPLITS, lambda file, _sentence: assigned[file], method, pos_tags)
 
 
 def split_by_file_lists(
@@ -196,7 +197,7 @@ def split_by_file_lists(
         "lists": {name: list(lists[name]) for name in names},
         "sources": [str(source) for source in sources],
     }
-    return _write_splits(out, files, names, lambda file, _sentence: assigned.get(file), method, pos_tags)
+    return write_splits(out, files, names, lambda file, _sentence: assigned.get(file), method, pos_tags)
 
 
 def _expand_lists(entries: Sequence[str]) -> Iterator[str]:
@@ -222,11 +223,12 @@ def _section_range(sections: range) -> str:
     return f"{first:02d}" if first == last else f"{first:02d}-{last:02d}"
 
 
-def _read(path: Path, pos_tags: bool) -> Iterator[str]:
-    """The trees of a file, each as the text it is written with."""
+def _read(path: Path, pos_tags: bool, cleaning: Cleaning | None = None) -> Iterator[tuple[str, int]]:
+    """The trees of a file, each as the text it is written with (after ``cleaning``), and its words."""
     if is_conllu(path):
-        return (tree.to_conllu() for tree in ConlluReader(path))
-    return (tree.to_bracket() + "\n" for tree in TreeReader(path, pos_tags=pos_tags))
+        return ((tree.to_conllu(), len(tree)) for tree in ConlluReader(path))
+    trees = TreeReader(path, pos_tags=pos_tags, cleaning=cleaning)
+    return ((tree.to_bracket() + "\n", len(tree.leaves())) for tree in trees)
 
 
 def _read_all(files: list[Path], pos_tags: bool) -> Iterator[str]:
@@ -234,33 +236,39 @@ def _read_all(files: list[Path], pos_tags: bool) -> Iterator[str]:
         yield from _read(path, pos_tags)
 
 
-def _write_splits(
+def write_splits(
     out: str | Path,
     files: list[Path],
     names: Sequence[str],
     split_of: Callable[[Path, int], str | None],
     method: dict,
     pos_tags: bool,
+    cleaning: Cleaning | None = None,
 ) -> dict:
     """Write each sentence (by its file and its index among all inputs) to the split ``split_of``
-    names (``None``: left out), then the manifest; a split left empty writes nothing."""
+    names (``None``: left out), then the manifest (sentences, words and files of each split); a
+    split left empty writes nothing. ``cleaning`` is applied to PTB-bracket trees as they are read."""
     out = Path(out)
     suffix = ".conllu" if is_conllu(files[0]) else ".trees"
-    splits = {name: {"path": str(out / f"{name}{suffix}"), "files": 0, "sentences": 0} for name in names}
+    splits = {
+        name: {"path": str(out / f"{name}{suffix}"), "files": 0, "sentences": 0, "words": 0} for name in names
+    }
     for output in [*(out / f"{name}{suffix}" for name in names), out / MANIFEST]:
         refuse_overwriting(output, files)
-    left_out = {"files": 0, "sentences": 0}
+    left_out = {"files": 0, "sentences": 0, "words": 0}
     with contextlib.ExitStack() as stack:
         handles = {name: stack.enter_context(atomic_writer(out / f"{name}{suffix}")) for name in names}
         sentence = 0
         for path in files:
             seen: set[str | None] = set()
-            for text in _read(path, pos_tags):
+            for text, words in _read(path, pos_tags, cleaning):
                 name = split_of(path, sentence)
                 sentence += 1
                 if name is not None:
                     handles[name].write(text)
-                (left_out if name is None else splits[name])["sentences"] += 1
+                counts = left_out if name is None else splits[name]
+                counts["sentences"] += 1
+                counts["words"] += words
                 seen.add(name)
             for name in seen:
                 (left_out if name is None else splits[name])["files"] += 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import math
 import sys
 from collections.abc import Iterator
 from enum import Enum
@@ -1217,6 +1218,131 @@ def eval_gen(
     options = {"self_bleu_sample": self_bleu_sample, "seed": seed}
     _emit("generation", result.to_json(), as_json, out, result.render(), inputs, options)
 
+
+class ReadingTimeMethod(str, Enum):
+    auto = "auto"
+    gold = "gold"
+
+
+@eval_app.command("rt")
+def eval_rt(
+    ctx: typer.Context,
+    corpus: Annotated[
+        Path,
+        typer.Argument(
+            help="A Natural Stories folder (words.tsv, RTS_processed_wordinfo.tsv, freqs_freqs-1.tsv, "
+            "parses/) or a per-token TSV file (columns text, position, token, rt, frequency; optional "
+            "sentence): docs/reading-times.md."
+        ),
+    ],
+    model: Annotated[
+        list[Path],
+        typer.Option(help="A saved model folder; repeatable: the models are compared on the same tokens."),
+    ],
+    stories: Annotated[
+        str | None, typer.Option(help="Only these stories (texts), comma-separated: 1,2.")
+    ] = None,
+    predictor: Annotated[
+        list[str] | None,
+        typer.Option(help="TSV corpus: a further column added to both regressions (repeatable)."),
+    ] = None,
+    method: Annotated[
+        ReadingTimeMethod,
+        typer.Option(
+            help="auto: joint models by the beam search; gold: joint models along the corpus's trees. "
+            "Words-only models are always scored exactly."
+        ),
+    ] = ReadingTimeMethod.auto,
+    context: Annotated[
+        str,
+        typer.Option(
+            help="auto: each story read as one document where the model was trained on documents (DOC trees) "
+            "and can read a story whole, else each sentence alone; document; sentence."
+        ),
+    ] = "auto",
+    action_beam: ActionBeamOption = 100,
+    word_beam: WordBeamOption = 10,
+    fast_track: FastTrackOption = 5,
+    rt_range: Annotated[
+        str, typer.Option(help="Reading times kept, in ms: LOW,HIGH (others are excluded and counted).")
+    ] = "100,3000",
+    spillover: Annotated[
+        int,
+        typer.Option(
+            min=0, help="Previous tokens whose surprisal, length and frequency enter the regressions."
+        ),
+    ] = 2,
+    folds: Annotated[int, typer.Option(min=2, help="Cross-validation folds.")] = 10,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the folds and the bootstrap.")] = 0,
+    keep_unknown: Annotated[
+        bool, typer.Option(help="Keep tokens whose words a model does not know (counted either way).")
+    ] = False,
+    perplexity: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="A perplexity result (eval ppl --out) per --model, in order, for the figure; default: each "
+            "model's RUN/results/perplexity.json where there is one."
+        ),
+    ] = None,
+    batch_size: BatchSizeOption = 16,
+    progress: ProgressOption = True,
+    as_json: ResultJsonOption = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write the result JSON here, the per-token table beside it (OUT.tokens.tsv) and, when the "
+            "models have perplexities, the figure of ΔLL against perplexity (OUT.png)."
+        ),
+    ] = None,
+) -> None:
+    """How well each model's surprisal predicts human reading times: ΔLL, the held-out log-likelihood
+    gained per token over a baseline of length and frequency (docs/reading-times.md)."""
+    from syntaxlm.experiments import reading_time_evaluation, reading_time_outputs, write_reading_times
+
+    inputs = [corpus, *model, *(perplexity or [])]
+    _refuse_overwriting(out, inputs)
+    if out is not None:
+        for output in reading_time_outputs(out):
+            _refuse_overwriting(output, inputs)
+    from syntaxlm.eval.reading_regression import format_reading_times
+    from syntaxlm.eval.scorers import STORY_CONTEXTS
+    from syntaxlm.inference import BeamSettings
+
+    if method == ReadingTimeMethod.gold:
+        _refuse_given(ctx, BEAM_OPTIONS, "the beam search (the method here is gold)")
+    if context not in STORY_CONTEXTS:
+        raise typer.BadParameter(
+            f"expected one of {', '.join(STORY_CONTEXTS)}, got {context!r}", param_hint="--context"
+        )
+    if perplexity and len(perplexity) != len(model):
+        raise typer.BadParameter(
+            f"{len(perplexity)} files for {len(model)} models; give one per --model, in order",
+            param_hint="--perplexity",
+        )
+    parts = rt_range.split(",")
+    try:
+        low, high = (float(part) for part in parts) if len(parts) == 2 else (math.nan, math.nan)
+    except ValueError:
+        low = high = math.nan
+    if not (math.isfinite(low) and math.isfinite(high) and 0 <= low < high):
+        raise typer.BadParameter(
+            f"expected LOW,HIGH in ms with 0 <= LOW < HIGH, got {rt_range!r}", param_hint="--rt-range"
+        )
+    chosen = [story.strip() for story in stories.split(",") if story.strip()] if stories else None
+    with _sizes_as_options():
+        evaluation = reading_time_evaluation(
+            corpus, model, stories=chosen, predictors=predictor or (), method=method.value,
+            beam=BeamSettings(action_beam, word_beam, fast_track), context=context, rt_range=(low, high),
+            spillover=spillover, folds=folds, seed=seed, keep_unknown=keep_unknown, perplexities=perplexity,
+            batch_size=batch_size, progress=progress, on_scorer=_estimate_before,
+        )  # fmt: skip
+    if out is not None:
+        written = write_reading_times(evaluation, out)
+        typer.echo("written: " + ", ".join(map(str, written)), err=True)
+    if as_json:
+        _print_json(evaluation.result)
+    else:
+        typer.echo(format_reading_times(evaluation.result))
 
 # -- scoring, parsing, sampling -------------------------------------------------------------------------
 

@@ -409,6 +409,38 @@ RESULT_FIELDS: dict[str, Check] = {
             "seed": optional(integer(-MAX_INTEGER)),
         }
     ),
+    "reading_times": fields(
+        {
+            "corpus": text,
+            "n_tokens": COUNT,
+            "kept": COUNT,
+            "stories": optional(list_of(text)),
+            "models": list_of(
+                fields(
+                    {
+                        "name": text,
+                        "model": optional(path_text),
+                        "method": optional(text),
+                        "context": optional(text),
+                        **BEAM_FIELDS,
+                        "delta_loglik_per_token": number(),
+                        "interval": fields(
+                            {"estimate": number(), "low": number(), "high": number()},
+                            required=("estimate", "low", "high"),
+                        ),
+                        "perplexity": optional(
+                            fields({"per_word": optional(number(0)), "method": optional(text)})
+                        ),
+                    },
+                    required=("name", "delta_loglik_per_token", "interval"),
+                    rules=(BEAM_RULE,),
+                ),
+                least=1,
+                expected="a list of the models scored",
+            ),
+        },
+        required=("corpus", "n_tokens", "kept", "models"),
+    ),
 }
 """Per kind of result, the fields of ``result`` that the report and the explorer page read."""
 

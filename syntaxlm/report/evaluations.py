@@ -184,6 +184,34 @@ def suites_evaluation(records: Mapping[str, Mapping[str, Any]]) -> Evaluation:
     return Evaluation(method, bound, " or ".join(beams), subset, data)
 
 
+SURPRISAL_BOUNDS = {
+    "exact": "exact surprisal",
+    "beam": "approximate (beam estimates of surprisal)",
+    "gold": "surprisal along the gold trees (p(x, y) terms)",
+}
+
+
+def reading_times_evaluation(record: Mapping[str, Any], entry: Mapping[str, Any]) -> Evaluation:
+    """How one model's ΔLL of an ``eval rt`` result was obtained: its surprisals' method, context
+    and beam, and the tokens, exclusions and cross-validation of the regression."""
+    result = record["result"]
+    method = entry.get("method") or NOT_RECORDED
+    if entry.get("context") is not None:
+        method += f", {entry['context']} context"
+    stories = result.get("stories") or []
+    name, identity = _input(record, "rts")
+    subset = f"{result['kept']} of {result['n_tokens']} tokens of {result['corpus']}"
+    subset += f" ({name})" if name else ""
+    low, high = (result.get("rt_range_ms") or [None, None])[:2]
+    if isinstance(low, int | float) and isinstance(high, int | float):
+        subset += (
+            f", {len(stories)} stories; spill-over {result.get('spillover', '?')}, RT {low:g}-{high:g} ms, "
+            f"unknown words {result.get('unknown_words', '?')}, {result.get('folds', '?')}-fold CV"
+        )
+    bound = SURPRISAL_BOUNDS.get(entry.get("method"), NOT_RECORDED)
+    return Evaluation(method, bound, beam_text(entry), subset, identity)
+
+
 def _blimp(record, result, options) -> Evaluation:
     inputs = record.get("inputs") or {}
     method = options.get("method") or ("given log-probs" if "logprobs" in inputs else NOT_RECORDED)

@@ -13,6 +13,8 @@
   guidance Fig. 5);
 - ``perplexity_vs_sg_figure``: perplexity against SG score, one point per model, named clear of
   the others (structural guidance Fig. 4);
+- ``delta_loglik_vs_perplexity_figure``: a model's gain in predicting reading times (ΔLL, with
+  its interval) against its perplexity (Goodkind & Bicknell 2018);
 - ``surprisal_figure``: per-word surprisal along one sentence for several models;
 - ``training_curves_figure``: training and validation loss against step (``read_loss_curves``
   reads them from a run's ``log.csv``), one line per run, with baselines.
@@ -444,6 +446,40 @@ def perplexity_vs_sg_figure(
     axes.set_ylabel(better(ylabel, "higher"))
     axes.spines[["top", "right"]].set_visible(False)
     axes.set_title(title or "perplexity and syntactic generalisation")
+    return figure
+
+
+def delta_loglik_vs_perplexity_figure(
+    points: Mapping[str, tuple[float, Interval]],
+    *,
+    xlabel: str = "test perplexity per word",
+    title: str = "",
+) -> Figure:
+    """Goodkind & Bicknell (2018) Fig. 1: one point per model, ``points[model] = (perplexity, ΔLL
+    with its interval)``, the interval as a vertical bar, named clear of the others; zero (no gain
+    over the baseline) is a dashed line, and the axes say which way is better."""
+    figure = Figure(figsize=(6, 4.5))
+    axes = figure.subplots()
+    xy = np.array([(perplexity, interval.estimate) for perplexity, interval in points.values()], dtype=float)
+    xy = xy.reshape(-1, 2)
+    for k, (perplexity, interval) in enumerate(points.values()):
+        style = series_style(k)
+        axes.errorbar(
+            perplexity, interval.estimate,
+            yerr=[[interval.estimate - interval.low], [interval.high - interval.estimate]],
+            color=style["color"], marker=style["marker"], markersize=6, elinewidth=1, capsize=3, zorder=3,
+        )  # fmt: skip
+    lows = [interval.low for _, interval in points.values()]
+    highs = [interval.high for _, interval in points.values()]
+    axes.set_xlim(*_padded(xy[:, 0], 0.15))
+    axes.set_ylim(*_padded(np.array([0.0, *lows, *highs]), 0.12))
+    axes.axhline(0, linestyle="--", linewidth=0.9, color="grey")
+    colours = [series_style(k)["color"] for k in range(len(points))]
+    place_point_labels(axes, xy, list(points), colours=colours)
+    axes.set_xlabel(better(xlabel, "lower"))
+    axes.set_ylabel(better("ΔLL (nats per token, 95% interval)", "higher"))
+    axes.spines[["top", "right"]].set_visible(False)
+    axes.set_title(title or "surprisal and reading times")
     return figure
 
 

@@ -27,7 +27,10 @@ Numbers read per result kind:
   LSTM LMs), each column labelled; with SG, a per-word-perplexity-vs-SG plot (structural guidance
   Fig. 4). Older files (``count_eos``) are shown under the convention they used;
 - ``blimp``: overall accuracy; ``parseval``: bracket F1 (all sentences); ``uf1``: mean sentence F1
-  and corpus F1 of the model; ``generation``: BLEU-n, Distinct-n, Self-BLEU-n.
+  and corpus F1 of the model; ``generation``: BLEU-n, Distinct-n, Self-BLEU-n;
+- ``reading_times`` (``eval rt``): each model's ΔLL, the held-out log-likelihood its surprisal adds
+  to a baseline regression of reading times, with its 95% interval (one row per model of the file;
+  a model saved outside the run folder is named by the file).
 
 With ``figure_sentence`` the report also loads each run's saved model (``RUN/best``) and draws,
 for that sentence, the per-word surprisal under every model and the distances or tree of the
@@ -54,6 +57,7 @@ from syntaxlm.report.evaluations import (
     differences,
     evaluation,
     is_result_file,
+    reading_times_evaluation,
     suite_scoring,
     suites_evaluation,
 )
@@ -69,17 +73,22 @@ SECTIONS = {
     "parseval": "Parsing (EVALB)",
     "uf1": "Unsupervised parsing (UF1)",
     "generation": "Generation",
+    "reading_times": "Reading times (ΔLL of surprisal)",
 }
+DELTA_LL = "ΔLL (nats per token)"
+DELTA_LL_LOW, DELTA_LL_HIGH = "ΔLL 95% low", "ΔLL 95% high"
 
 
 @dataclass(frozen=True)
 class Numbers:
     """The numbers of one result file (for SyntaxGym: of all the run's suites) and how they were
-    obtained."""
+    obtained. ``model``: the model they are of, where not the run's (a reading-times result
+    compares several models)."""
 
     kind: str
     values: dict[str, float]
     evaluation: Evaluation
+    model: str | None = None
 
 
 @dataclass
@@ -156,6 +165,8 @@ def read_run(folder: str | Path, *, read: Callable[[Path], dict[str, Any]] = rea
             if result.get("chance_pred0") is not None:
                 run.suite_chance[suite] = result["chance_pred0"]
             run.suite_methods[suite] = suite_scoring(record)
+        elif kind == "reading_times":
+            run.numbers += reading_time_numbers(run, record)
         elif values := _metrics(kind, result):
             run.numbers.append(Numbers(kind, values, evaluation(record)))
     if suite_records:
@@ -173,6 +184,31 @@ def read_run(folder: str | Path, *, read: Callable[[Path], dict[str, Any]] = rea
                 by_group[group].append(accuracy)
         run.circuits = {group: statistics.mean(values) for group, values in by_group.items()}
     return run
+
+
+def reading_time_numbers(run: Run, record: dict[str, Any]) -> list[Numbers]:
+    """The ΔLL of each model of a reading-times result (``eval rt``) with its interval. A model
+    saved in the run folder (or the one model of a result file given alone) is the run's; the
+    others are named as the result names them."""
+    entries = record["result"]["models"]
+    folder = run.folder.resolve() if run.folder.is_dir() else None
+
+    def of_run(entry: dict[str, Any]) -> bool:
+        if folder is None:
+            return len(entries) == 1
+        saved = entry.get("model")
+        return saved is not None and Path(saved).resolve().is_relative_to(folder)
+
+    numbers = []
+    for entry in entries:
+        values = {
+            DELTA_LL: entry["delta_loglik_per_token"],
+            DELTA_LL_LOW: entry["interval"]["low"],
+            DELTA_LL_HIGH: entry["interval"]["high"],
+        }
+        model = None if of_run(entry) else entry["name"]
+        numbers.append(Numbers("reading_times", values, reading_times_evaluation(record, entry), model))
+    return numbers
 
 
 GROUP_ORDER = (*CIRCUITS, *SYNTHETIC_PHENOMENA)
@@ -445,7 +481,7 @@ def number_tables(models: list[str], by_model: dict[str, list[Run]]) -> list[str
             for run in by_model[model]:
                 for numbers in run.numbers:
                     if numbers.kind == kind:
-                        rows[model, numbers.evaluation].append(numbers.values)
+                        rows[numbers.model or model, numbers.evaluation].append(numbers.values)
         if not rows:
             continue
         names = list(dict.fromkeys(name for runs in rows.values() for values in runs for name in values))

@@ -231,7 +231,8 @@ def comparison_tables(sources: Sequence[Source]) -> list[dict[str, Any]]:
         for source in sources:
             for numbers in source.run.numbers:
                 if numbers.kind == kind:
-                    rows[source.run.model, numbers.evaluation].append((source, numbers.values))
+                    model = numbers.model or source.run.model
+                    rows[model, numbers.evaluation].append((source, numbers.values))
         if not rows:
             continue
         names = list(dict.fromkeys(name for runs in rows.values() for _, values in runs for name in values))

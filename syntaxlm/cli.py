@@ -790,7 +790,9 @@ def eval_sg(
     """Score suites: region values computed elsewhere (one suite), or a model's own surprisals (--model).
 
     With several suites the SG scores (the mean over the 31 suites of Hu et al. 2020 and over the 33
-    of Qian et al. 2021, when all are there) and the circuit means follow the per-suite lines.
+    of Qian et al. 2021, when all are there) and the circuit means follow the per-suite lines. With
+    --model, each suite's share of words the model's vocabulary does not know stands beside its
+    accuracy, and the share over the suites after the SG scores.
     """
     _refuse_overwriting(out, [*suites, region_values])
     from syntaxlm.eval.syntaxgym import format_suite_result, score_region_values
@@ -805,7 +807,7 @@ def eval_sg(
         inputs = {"suite": paths[0], "region_values": region_values}
         _emit("syntaxgym", result, as_json, out, format_suite_result(result), inputs)
         return
-    from syntaxlm.eval.syntaxgym import sg_scores
+    from syntaxlm.eval.syntaxgym import format_suites_summary, suites_summary
     from syntaxlm.experiments import beam_options, suite_results
 
     scorer = _scorer(model, method, action_beam, word_beam, fast_track)
@@ -825,21 +827,11 @@ def eval_sg(
         if out is not None:
             _write_result(out / f"{path.stem}.json", "syntaxgym", result, suite_inputs, options)
         results[result["suite"]] = result
-    accuracy = {name: result["accuracy_pred0"] for name, result in results.items()}
-    summary = {"suites": accuracy, "sg_scores": sg_scores(accuracy), **options}
+    summary = suites_summary(results) | options
     if as_json:
         _print_json(summary)
         return
-    lines = [f"{name:32s} {value:.3f}" for name, value in accuracy.items()]
-    for score in summary["sg_scores"].values():
-        if score["mean_over_suites"] is None:
-            lines.append(f"{score['label']}: incomplete ({len(score['missing_suites'])} suites missing)")
-        else:
-            circuits = ", ".join(
-                f"{name} {c['mean_over_suites']:.3f}" for name, c in score["circuits"].items()
-            )
-            lines.append(f"{score['label']}: {score['mean_over_suites']:.3f} (circuits: {circuits})")
-    typer.echo("\n".join(lines))
+    typer.echo(format_suites_summary(summary))
 
 
 def _suite_files(given: list[Path]) -> list[Path]:
@@ -977,7 +969,8 @@ def eval_blimp(
 ) -> None:
     """BLiMP accuracy (per paradigm, per phenomenon, overall) from precomputed log-probs or a model's.
 
-    A pair is right when log p(good) > log p(bad), each the whole sentence with its end.
+    A pair is right when log p(good) > log p(bad), each the whole sentence with its end. With
+    --model, the share of words the model's vocabulary does not know stands beside each accuracy.
     """
     _refuse_overwriting(out, [data, logprobs])
     from syntaxlm.eval.blimp import blimp_10_percent, first_pairs, read_blimp, read_pair_logprobs, score_blimp
@@ -999,12 +992,18 @@ def eval_blimp(
         options["pairs_selected"] = len(pairs)  # the first `limit` of them scored: a subset
         pairs = pairs[:limit]
     if model is not None:
-        from syntaxlm.eval.scorers import blimp_scorer, ptb_tokens
+        from syntaxlm.eval.scorers import blimp_scorer, blimp_words, ptb_tokens
         from syntaxlm.experiments import beam_options
 
         scorer = _scorer(model, method, action_beam, word_beam, fast_track, batch_size=batch_size)
         _estimate_before(scorer, [ptb_tokens(s) for pair in pairs for s in (pair.good, pair.bad)])
-        result = score_blimp(pairs, blimp_scorer(scorer), batch_size=batch_size * 4, progress=progress)
+        result = score_blimp(
+            pairs,
+            blimp_scorer(scorer),
+            batch_size=batch_size * 4,
+            progress=progress,
+            words=blimp_words(scorer),
+        )
         options |= {"method": scorer.method} | beam_options(scorer)
         inputs = {"data": data, "model": model / "model.safetensors"}
     else:

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -280,10 +281,11 @@ def beam_options(scorer) -> dict[str, Any]:
 def suite_results(
     scorer, suite_paths: Sequence[Path], *, progress: bool = False, workers: int = 1
 ) -> Iterator[tuple[Path, dict]]:
-    """Per suite file, its SyntaxGym result (``evaluate_suite``'s JSON plus the tokenisation warnings
-    and the scoring method), in the order given. Every suite is read and checked before the model
-    scores any. With ``workers`` > 1 the suites are scored in that many processes, each with its
-    share of the CPU threads (same results: each suite is scored as alone)."""
+    """Per suite file, its SyntaxGym result (``evaluate_suite``'s JSON plus the words the model's
+    vocabulary does not know (``suite_unknown_words``), the tokenisation warnings and the scoring
+    method), in the order given. Every suite is read and checked before the model scores any. With
+    ``workers`` > 1 the suites are scored in that many processes, each with its share of the CPU
+    threads (same results: each suite is scored as alone)."""
     from syntaxlm.eval.syntaxgym import load_suite
 
     if workers < 1:
@@ -308,13 +310,15 @@ def suite_results(
 
 
 def _suite_result(scorer, suite, progress: bool) -> dict:
-    from syntaxlm.eval.scorers import syntaxgym_scorer
-    from syntaxlm.eval.syntaxgym import evaluate_suite, suite_region_values
+    from syntaxlm.eval.scorers import syntaxgym_scorer, unknown_words
+    from syntaxlm.eval.syntaxgym import evaluate_suite, suite_region_values, suite_unknown_words
 
     token_scorer, convention = syntaxgym_scorer(scorer)
     values = suite_region_values(suite, token_scorer, convention, progress=progress)
+    unknown = suite_unknown_words(suite, functools.partial(unknown_words, scorer.model.vocab))
     options = {"method": scorer.method} | beam_options(scorer)
-    return {**evaluate_suite(suite, values.values).to_json(), "warnings": values.warnings, **options}
+    result = evaluate_suite(suite, values.values).to_json()
+    return {**result, **unknown, "warnings": values.warnings, **options}
 
 
 _worker_scorer = None  # the scorer of a suite worker process (``suite_results``)

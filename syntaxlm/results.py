@@ -336,6 +336,11 @@ def _items_once(value: dict[str, Any], where: str) -> None:
             raise _Wrong(at, f"is {item['item_number']}, as items[{first}]'s", "each item number once")
 
 
+# The words a model's vocabulary does not know, beside SyntaxGym and BLiMP scores (absent in files
+# from before they were counted, and where the scores came from elsewhere).
+_UNKNOWN_WORDS = {"n_words": COUNT, "n_unknown_words": COUNT, "unknown_word_rate": FRACTION}
+_BLIMP_UNKNOWN_WORDS = {**_UNKNOWN_WORDS, "pairs_differing_in_unknown_word": COUNT}
+
 RESULT_FIELDS: dict[str, Check] = {
     "perplexity": fields(
         {
@@ -371,12 +376,23 @@ RESULT_FIELDS: dict[str, Check] = {
             **BEAM_FIELDS,
             "predictions": list_of(text, expected="the suite's predictions (strings)"),
             "items": optional(list_of(_ITEM)),
+            **_UNKNOWN_WORDS,
+            "items_unknown_in_critical_regions": list_of(
+                integer(-MAX_INTEGER), expected="the numbers of the items (integers)"
+            ),
         },
         required=("suite", "accuracy_pred0"),
         rules=(BEAM_RULE, _items_once),
     ),
     "blimp": fields(
-        {"overall_accuracy": FRACTION, "n_paradigms": optional(COUNT), "n_pairs": optional(COUNT)},
+        {
+            "overall_accuracy": FRACTION,
+            "n_paradigms": optional(COUNT),
+            "n_pairs": optional(COUNT),
+            **_BLIMP_UNKNOWN_WORDS,
+            "phenomena_unknown_words": map_of(fields(_BLIMP_UNKNOWN_WORDS)),
+            "paradigms": list_of(fields(_BLIMP_UNKNOWN_WORDS), expected="a list of the paradigms' results"),
+        },
         required=("overall_accuracy",),
     ),
     "parseval": fields(
@@ -442,7 +458,8 @@ RESULT_FIELDS: dict[str, Check] = {
         required=("corpus", "n_tokens", "kept", "models"),
     ),
 }
-"""Per kind of result, the fields of ``result`` that the report and the explorer page read."""
+"""Per kind of result, the fields of ``result`` that the report and the explorer page read, and the
+unknown-word counts beside the SyntaxGym and BLiMP scores."""
 
 _RECORD = fields({"kind": text, "inputs": optional(_INPUTS)}, required=("kind", "result"))
 _RECORD_OPTIONS = fields({"options": optional(fields(_OPTIONS, rules=(BEAM_RULE,)))})

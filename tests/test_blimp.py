@@ -1,5 +1,6 @@
 import json
 import math
+import re
 from collections import Counter
 
 import pytest
@@ -11,6 +12,7 @@ from syntaxlm.eval.blimp import (
     BlimpScoreError,
     MinimalPair,
     blimp_10_percent,
+    differing_words,
     read_blimp,
     read_blimp_logprobs,
     read_pair_logprobs,
@@ -160,6 +162,62 @@ def test_scorer_is_called_in_batches_of_good_then_bad():
     assert [len(batch) for batch in calls] == [4, 4, 2]
     assert calls[0] == ["good 0", "bad 0", "good 1", "bad 1"]
     assert result.overall == 1.0
+
+
+@pytest.mark.parametrize(
+    ("good", "bad", "in_good", "in_bad"),
+    [
+        ("the dog barks", "the dog bark", [2], [2]),  # substituted
+        ("who did you see", "who you did see", [2], [1]),  # moved: "you" (or "did")
+        ("he left", "he has left", [], [1]),  # inserted
+        ("a b", "a b", [], []),
+    ],
+)
+def test_differing_words_are_those_outside_the_shared_blocks(good, bad, in_good, in_bad):
+    assert differing_words(good.split(), bad.split()) == (in_good, in_bad)
+
+
+def test_unknown_words_per_paradigm_phenomenon_and_overall():
+    known = {"the", "dog", "dogs", "barks", "bark"}
+
+    def words(sentence):
+        return sentence.split(), [word not in known for word in sentence.split()]
+
+    sentences = [
+        ("p1", "subject_verb_agreement", "the dog barks", "the dog bark"),  # none unknown
+        ("p1", "subject_verb_agreement", "the kittens bark", "the kittens barks"),  # 2, not where they differ
+        ("p1", "subject_verb_agreement", "the dog yelps", "the dog yelp"),  # 2, where they differ
+        ("p2", "determiner_noun_agreement", "the dogs bark", "the kitten bark"),  # 1, where they differ
+    ]
+    pairs = [
+        MinimalPair(uid, i, good, bad, term, "morphology") for i, (uid, term, good, bad) in enumerate(sentences)
+    ]
+    result = score_blimp(pairs, logprobs=[(-1.0, -2.0)] * 4, words=words)
+    counts = {
+        uid: (u.n_words, u.n_unknown_words, u.pairs_differing_in_unknown_word)
+        for uid, u in result.unknown_words.items()
+    }
+    assert counts == {"p1": (18, 4, 1), "p2": (6, 1, 1)}
+    overall = result.overall_unknown_words
+    assert (overall.n_words, overall.n_unknown_words, overall.pairs_differing_in_unknown_word) == (24, 5, 2)
+    assert overall.unknown_word_rate == 5 / 24
+    record = json.loads(json.dumps(result.to_json()))
+    assert record["n_unknown_words"] == 5 and record["pairs_differing_in_unknown_word"] == 2
+    assert record["phenomena_unknown_words"]["determiner_noun_agreement"] == {
+        "n_words": 6,
+        "n_unknown_words": 1,
+        "pairs_differing_in_unknown_word": 1,
+        "unknown_word_rate": 1 / 6,
+    }
+    assert record["paradigms"][0]["unknown_word_rate"] == 4 / 18
+    text = result.render(per_paradigm=True)
+    assert re.search(r"subject_verb_agreement +1 +100\.00 +22\.22%", text)
+    assert re.search(r"overall +2 +100\.00 +20\.83%", text)
+    assert text.endswith(
+        "unknown words: 5 of 24 (20.83%), read as an unknown-word class or <unk>; 2 of 4 pairs differ in one"
+    )
+    without = score_blimp(pairs, logprobs=[(-1.0, -2.0)] * 4)
+    assert "n_words" not in without.to_json() and "unknown" not in without.render(per_paradigm=True)
 
 
 def test_score_errors():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -324,3 +325,134 @@ def assert_same_json(ours, theirs, where="result"):
         assert ours == pytest.approx(theirs, abs=1e-4), where
     else:
         assert ours == theirs, where
+
+
+# Five training sentences: "the", "dog", "dogs", "bark", "barks" and "." at least twice, so in the
+# vocabulary (min_freq 2); "cats" once, so out of it, its class UNK-LC-s in it.
+UNKNOWN_WORDS_TRAINING = (
+    "(S (NP (DT the) (NN dog)) (VP (VBZ barks)) (. .))\n" * 2
+    + "(S (NP (DT the) (NNS dogs)) (VP (VBP bark)) (. .))\n" * 2
+    + "(S (NP (DT the) (NNS cats)) (VP (VBP bark)) (. .))\n"
+)
+
+
+@pytest.fixture(scope="module")
+def word_model(tmp_path_factory):
+    """A tiny untrained LM with a word vocabulary of the sentences above."""
+    import torch
+
+    from syntaxlm.models import build_model
+    from syntaxlm.text.build import build_vocabulary
+
+    folder = tmp_path_factory.mktemp("unknown-words")
+    (folder / "train.trees").write_text(UNKNOWN_WORDS_TRAINING)
+    vocab = build_vocabulary(folder / "train.trees", folder / "vocab", kind="word")
+    assert set(vocab.words) == {"the", "dog", "dogs", "bark", "barks", "."}
+    torch.manual_seed(0)
+    config = {"model": "lm", "d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 16, "dropout": 0.0}
+    build_model(config, {"vocab": vocab}).save_pretrained(folder / "model")
+    return vocab, folder / "model"
+
+
+def invoke(*args) -> str:
+    from typer.testing import CliRunner  # in-process: torch is already imported here
+
+    from syntaxlm.cli import app
+
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result.stdout
+
+
+def test_eval_sg_counts_the_words_the_models_vocabulary_does_not_know(word_model, tmp_path):
+    from syntaxlm.results import read_checked_result
+
+    vocab, model = word_model
+    # "kittens" is read as UNK-LC-s, "yelps" as UNK-LC-s, "yelp" as <unk> (no UNK-LC class): all unknown
+    assert [vocab.map_word(w) for w in ("kittens", "yelps", "yelp")] == ["UNK-LC-s", "UNK-LC-s", "<unk>"]
+
+    def item(number, match, mismatch):
+        conditions = [
+            {
+                "condition_name": name,
+                "regions": [{"region_number": k, "content": text} for k, text in enumerate(regions, 1)],
+            }
+            for name, regions in (("match", match), ("mismatch", mismatch))
+        ]
+        return {"item_number": number, "conditions": conditions}
+
+    suite = {
+        "meta": {"name": "tiny_agreement", "metric": "sum"},
+        "region_meta": {"1": "subject", "2": "verb"},
+        "predictions": [{"type": "formula", "formula": "(2;%mismatch%) > (2;%match%)"}],
+        "items": [
+            item(1, ("the dog", "barks"), ("the dog", "bark")),
+            item(2, ("the kittens", "bark"), ("the kittens", "barks")),  # unknown, not in the verb
+            item(3, ("the dog", "yelps"), ("the dog", "yelp")),  # unknown in the verb, compared
+        ],
+    }
+    path = tmp_path / "tiny_agreement.json"
+    path.write_text(json.dumps(suite))
+    out = tmp_path / "sg.json"
+    scored = json.loads(invoke("eval", "sg", path, "--model", model, "--json", "--no-progress", "--out", out))
+    regions = [r["content"] for it in suite["items"] for c in it["conditions"] for r in c["regions"]]
+    words = " ".join(regions).split()
+    assert len(words) == 18 and sum(w not in vocab.words for w in words) == 4
+    assert (scored["n_words"], scored["n_unknown_words"], scored["unknown_word_rate"]) == (18, 4, 4 / 18)
+    assert scored["items_unknown_in_critical_regions"] == [3]
+    assert read_checked_result(out)["result"]["n_unknown_words"] == 4
+    text = invoke("eval", "sg", path, "--model", model, "--no-progress")
+    expected = "unknown words: 4 of 18 (22.22%); 1 of 3 items have one in a region the predictions compare"
+    assert expected in text
+    other = tmp_path / "other.json"  # item 1 alone: no unknown word
+    other_suite = suite | {"meta": {"name": "other", "metric": "sum"}, "items": suite["items"][:1]}
+    other.write_text(json.dumps(other_suite))
+    text = invoke("eval", "sg", path, other, "--model", model, "--no-progress")
+    assert re.search(r"tiny_agreement +\d\.\d{3} +22\.22%", text)
+    assert re.search(r"other +\d\.\d{3} +0\.00%", text)
+    assert "unknown words, all suites scored: 4 of 24 (16.67%); 1 of 4 items have one" in text
+
+
+def test_eval_blimp_counts_the_words_the_models_vocabulary_does_not_know(word_model, tmp_path):
+    from syntaxlm.results import read_checked_result
+
+    vocab, model = word_model
+    data = tmp_path / "blimp"
+    data.mkdir()
+    paradigms = {
+        ("regular_plural_subject_verb_agreement_1", "subject_verb_agreement"): [
+            ("the dog barks.", "the dog bark."),  # none unknown
+            ("the kittens bark.", "the kittens barks."),  # "kittens" twice, not where they differ
+            ("the dog yelps.", "the dog yelp."),  # "yelps", "yelp", where they differ
+        ],
+        ("determiner_noun_agreement_1", "determiner_noun_agreement"): [
+            ("the dogs bark.", "the kitten bark."),  # "kitten", where they differ
+        ],
+    }
+    for (uid, term), pairs in paradigms.items():
+        lines = [
+            {"sentence_good": good, "sentence_bad": bad, "field": "morphology", "linguistics_term": term,
+             "UID": uid, "pairID": str(i)}
+            for i, (good, bad) in enumerate(pairs)
+        ]  # fmt: skip
+        (data / f"{uid}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "blimp.json"
+    model_options = ("--data", data, "--model", model, "--no-progress")
+    result = json.loads(invoke("eval", "blimp", *model_options, "--json", "--out", out))
+    # words with the final "." apart: 4 per sentence; unknown: 4 in the first paradigm, 1 in the second
+    counts = (result["n_words"], result["n_unknown_words"], result["pairs_differing_in_unknown_word"])
+    assert counts == (32, 5, 2)
+    assert result["unknown_word_rate"] == 5 / 32
+    phenomena = result["phenomena_unknown_words"]
+    assert phenomena["subject_verb_agreement"]["unknown_word_rate"] == 4 / 24
+    assert phenomena["determiner_noun_agreement"] == {
+        "n_words": 8, "n_unknown_words": 1, "pairs_differing_in_unknown_word": 1, "unknown_word_rate": 1 / 8
+    }  # fmt: skip
+    assert [p["n_unknown_words"] for p in result["paradigms"]] == [1, 4]  # paradigms in UID order
+    assert read_checked_result(out)["result"]["n_unknown_words"] == 5
+    text = invoke("eval", "blimp", *model_options, "--per-paradigm")
+    assert re.search(r"^subject_verb_agreement +1 +\d+\.\d\d +16\.67%$", text, re.M)
+    assert re.search(r"^overall +2 +\d+\.\d\d +15\.62%$", text, re.M)
+    assert text.rstrip().endswith(
+        "unknown words: 5 of 32 (15.62%), read as an unknown-word class or <unk>; 2 of 4 pairs differ in one"
+    )

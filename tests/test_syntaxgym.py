@@ -34,7 +34,9 @@ from syntaxlm.eval.syntaxgym import (
     align_regions,
     chance_accuracy,
     evaluate_suite,
+    critical_regions,
     format_suite_result,
+    format_suites_summary,
     load_suite,
     region_sums,
     region_surprisals,
@@ -43,6 +45,8 @@ from syntaxlm.eval.syntaxgym import (
     sg_scores,
     suite_from_json,
     suite_region_values,
+    suite_unknown_words,
+    suites_summary,
     surprisal_bits,
 )
 from syntaxlm.files import sha256_file
@@ -656,6 +660,72 @@ def test_suite_region_values_from_a_token_scorer_feed_evaluation():
         [2 / math.log(2), 5 / math.log(2), 2 / math.log(2)]
     )
     assert evaluate_suite(suite, region_values.values).accuracy_pred0 == 1.0
+
+
+# -- words the model does not know -------------------------------------------------------------------------
+
+KNOWN = {"The", "keys", "are", "is", "here"}
+
+
+def known_words(words):
+    return [word not in KNOWN for word in words]
+
+
+def suite_with_unknown_words(formula: str = "[(2;%mismatch%) > (2;%match%)]"):
+    """``small_suite`` with "yonder" for "here" in item 1's match (region 3, not compared) and
+    "iz" for "is" in item 2's mismatch (region 2, compared)."""
+    data = small_suite(predictions=[{"type": "formula", "formula": formula}])
+    data["items"][0]["conditions"][0]["regions"][2]["content"] = "yonder"
+    data["items"][1]["conditions"][1]["regions"][1]["content"] = "iz"
+    return suite_from_json(data)
+
+
+def test_unknown_words_are_counted_with_the_items_whose_compared_regions_hold_one():
+    counts = suite_unknown_words(suite_with_unknown_words(), known_words)
+    # 2 items x 2 conditions x 4 words; "yonder" and "iz" unknown; only "iz" in region 2
+    assert {key: counts[key] for key in ("n_words", "n_unknown_words", "unknown_word_rate")} == {
+        "n_words": 16,
+        "n_unknown_words": 2,
+        "unknown_word_rate": 2 / 16,
+    }
+    assert counts["items_unknown_in_critical_regions"] == [2]
+    every_region = suite_with_unknown_words("(*;%match%) > (2;%mismatch%)")
+    assert critical_regions(every_region) == {"match": {1, 2, 3}, "mismatch": {2}}
+    assert suite_unknown_words(every_region, known_words)["items_unknown_in_critical_regions"] == [1, 2]
+    values = {n: {"match": [1, 1, 1], "mismatch": [1, 2, 1]} for n in (1, 2)}
+    result = evaluate_suite(suite_with_unknown_words(), values)
+    text = format_suite_result({**result.to_json(), **counts})
+    expected = "unknown words: 2 of 16 (12.50%); 1 of 2 items have one in a region the predictions compare"
+    assert expected in text
+    assert "unknown words" not in format_suite_result(result.to_json())
+
+
+def test_the_summary_of_suites_pools_their_unknown_words():
+    def result(unknown: int) -> dict:
+        return {
+            "accuracy_pred0": 0.5,
+            "n_items": 4,
+            "n_words": 100,
+            "n_unknown_words": unknown,
+            "unknown_word_rate": unknown / 100,
+            "items_unknown_in_critical_regions": [1] if unknown else [],
+        }
+
+    results = {name: result(10 if name == "number_src" else 0) for name in HU_2020_SUITES}
+    summary = suites_summary(results)
+    assert summary["unknown_word_rates"]["number_src"] == 0.1
+    pooled = summary["unknown_words"]
+    assert (pooled["n_words"], pooled["n_unknown_words"], pooled["n_items_unknown_in_critical_regions"]) == (
+        3100, 10, 1
+    )
+    assert pooled["sg_score_sets"]["hu2020"]["unknown_word_rate"] == 10 / 3100
+    assert "qian2021" not in pooled["sg_score_sets"]  # fgd-embed3 and fgd-embed4 not scored
+    text = format_suites_summary(summary)
+    assert re.search(r"number_src +0\.500 +10\.00%", text)
+    assert "(circuits: Agreement 0.500" in text and "; unknown words 0.32%" in text
+    assert "unknown words, all suites scored: 10 of 3100 (0.32%); 1 of 124 items have one" in text
+    without = suites_summary({name: {"accuracy_pred0": 0.5} for name in HU_2020_SUITES})
+    assert "unknown_words" not in without and "unknown" not in format_suites_summary(without)
 
 
 # -- circuits and the SG score -------------------------------------------------------------------------------

@@ -19,6 +19,10 @@ that order, so this is the first 100 lines; ordering the strings instead would p
 Log-probabilities come from a *sentence scorer*: any function from a batch of sentences (the
 strings as they are in the files) to their total natural-log probabilities, so that any model
 behind the SyntacticLM protocol, with its own tokenisation, can be scored without new code here.
+
+With a *word reader* (a sentence → the words the model reads and, per word, whether its vocabulary
+knows it), the result also counts per paradigm, per phenomenon and overall the words the model does
+not know and the pairs whose two sentences differ in such a word (``UnknownWords``).
 """
 
 from __future__ import annotations
@@ -40,6 +44,10 @@ from syntaxlm.files import parse_json, read_lines
 
 SentenceScorer = Callable[[Sequence[str]], Sequence[float]]
 """Sentences → their natural-log probabilities (sums over every token of the sentence)."""
+
+WordReader = Callable[[str], tuple[Sequence[str], Sequence[bool]]]
+"""A sentence → the words a model reads in it and, per word, whether its vocabulary reads it as
+unknown (an unknown-word class or ``<unk>``)."""
 
 PHENOMENA: dict[str, str] = {
     "anaphor_agreement": "anaphor_agreement",
@@ -292,12 +300,95 @@ class ParadigmAccuracy:
 
 
 @dataclass(frozen=True)
+class UnknownWords:
+    """Over some pairs: the words of both sentences as the model reads them (``n_words``), those
+    its vocabulary does not know (``n_unknown_words``), and the pairs whose good and bad sentences
+    differ in an unknown word (``pairs_differing_in_unknown_word``; ``differing_words``): the
+    model compares the unknown-word classes there, not the words."""
+
+    n_words: int = 0
+    n_unknown_words: int = 0
+    pairs_differing_in_unknown_word: int = 0
+
+    @property
+    def unknown_word_rate(self) -> float:
+        return self.n_unknown_words / self.n_words if self.n_words else 0.0
+
+    def __add__(self, other: UnknownWords) -> UnknownWords:
+        return UnknownWords(
+            self.n_words + other.n_words,
+            self.n_unknown_words + other.n_unknown_words,
+            self.pairs_differing_in_unknown_word + other.pairs_differing_in_unknown_word,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "unknown_word_rate": self.unknown_word_rate}
+
+
+UNKNOWN_WORDS_RULE = (
+    "unknown words: words of both sentences that the model's vocabulary reads as an unknown-word class "
+    "or <unk>, pooled over the pairs (phenomenon, overall: over their paradigms' words); "
+    "pairs_differing_in_unknown_word: pairs whose sentences differ in an unknown word (the words outside "
+    "the longest common blocks of the two word sequences)"
+)
+
+
+def differing_words(good: Sequence[str], bad: Sequence[str]) -> tuple[list[int], list[int]]:
+    """The positions of the words in which two sentences differ, in each: the words outside the
+    blocks they share (``difflib``'s alignment of the word sequences), so substituted, inserted,
+    deleted and moved words."""
+    in_good: list[int] = []
+    in_bad: list[int] = []
+    matcher = difflib.SequenceMatcher(None, list(good), list(bad), autojunk=False)
+    for tag, good_start, good_end, bad_start, bad_end in matcher.get_opcodes():
+        if tag != "equal":
+            in_good += range(good_start, good_end)
+            in_bad += range(bad_start, bad_end)
+    return in_good, in_bad
+
+
+def pair_unknown_words(pair: MinimalPair, read: WordReader) -> UnknownWords:
+    """The unknown-word counts of one pair, its words as ``read`` gives them."""
+    good, good_unknown = read(pair.good)
+    bad, bad_unknown = read(pair.bad)
+    for words, flags in ((good, good_unknown), (bad, bad_unknown)):
+        if len(flags) != len(words):
+            raise BlimpScoreError(
+                f"{pair.paradigm} pair {pair.pair_id}: {len(flags)} unknown-word flags for {len(words)} words"
+            )
+    in_good, in_bad = differing_words(good, bad)
+    differs = any(good_unknown[i] for i in in_good) or any(bad_unknown[i] for i in in_bad)
+    n_unknown = sum(map(bool, good_unknown)) + sum(map(bool, bad_unknown))
+    return UnknownWords(len(good) + len(bad), n_unknown, int(differs))
+
+
+@dataclass(frozen=True)
 class BlimpResult:
     """Accuracies (fractions) per paradigm, per phenomenon (mean of its paradigms) and overall
-    (mean of the paradigms), with every pair's two log-probabilities."""
+    (mean of the paradigms), with every pair's two log-probabilities; with a word reader, the
+    unknown words of each paradigm (``unknown_words``: UID → counts), pooled per phenomenon and
+    overall."""
 
     pairs: list[PairScore]
     paradigms: list[ParadigmAccuracy]
+    unknown_words: dict[str, UnknownWords] | None = None
+
+    @property
+    def phenomena_unknown_words(self) -> dict[str, UnknownWords] | None:
+        """Phenomenon → the unknown-word counts of its paradigms added up, in ``PHENOMENA`` order."""
+        if self.unknown_words is None:
+            return None
+        grouped: dict[str, UnknownWords] = {}
+        for paradigm in self.paradigms:
+            counts = self.unknown_words[paradigm.paradigm]
+            grouped[paradigm.phenomenon] = grouped.get(paradigm.phenomenon, UnknownWords()) + counts
+        return {name: grouped[name] for name in self.phenomena}
+
+    @property
+    def overall_unknown_words(self) -> UnknownWords | None:
+        if self.unknown_words is None:
+            return None
+        return sum((self.unknown_words[p.paradigm] for p in self.paradigms), UnknownWords())
 
     @property
     def phenomena(self) -> dict[str, float]:
@@ -313,32 +404,61 @@ class BlimpResult:
         return sum(p.accuracy for p in self.paradigms) / len(self.paradigms)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        unknown = self.unknown_words
+        result = {
             "overall_accuracy": self.overall,
             "n_paradigms": len(self.paradigms),
             "n_pairs": len(self.pairs),
             "rule": "correct iff logprob(good) > logprob(bad); phenomenon and overall = mean of paradigms",
             "phenomena": self.phenomena,
-            "paradigms": [{**asdict(p), "accuracy": p.accuracy} for p in self.paradigms],
+            "paradigms": [
+                {**asdict(p), "accuracy": p.accuracy, **(unknown[p.paradigm].to_json() if unknown else {})}
+                for p in self.paradigms
+            ],
             "pairs": [{**asdict(p), "correct": p.correct} for p in self.pairs],
         }
+        overall, phenomena = self.overall_unknown_words, self.phenomena_unknown_words
+        if overall is not None and phenomena is not None:
+            result |= {
+                **overall.to_json(),
+                "phenomena_unknown_words": {name: counts.to_json() for name, counts in phenomena.items()},
+                "unknown_words_rule": UNKNOWN_WORDS_RULE,
+            }
+        return result
 
     def render(self, *, per_paradigm: bool = False) -> str:
-        """Accuracy (percent) per phenomenon and overall; ``per_paradigm`` adds each paradigm."""
+        """Accuracy (percent) per phenomenon and overall; ``per_paradigm`` adds each paradigm. With
+        unknown-word counts, each line has the share of words the model does not know beside its
+        accuracy, and a last line the pairs that differ in such a word."""
         width = max(len(name) for name in [*self.phenomena, *(p.paradigm for p in self.paradigms), "overall"])
         counts: dict[str, int] = {}
         for paradigm in self.paradigms:
             counts[paradigm.phenomenon] = counts.get(paradigm.phenomenon, 0) + 1
-        lines = [f"{'phenomenon':<{width}}  paradigms  accuracy"]
+        by_paradigm = self.unknown_words or {}
+        by_phenomenon = self.phenomena_unknown_words or {}
+        overall = self.overall_unknown_words
+
+        def row(name: str, n: int, accuracy: float, unknown: UnknownWords | None) -> str:
+            line = f"{name:<{width}}  {n:>9}  {100 * accuracy:8.2f}"
+            return line if unknown is None else line + f"  {100 * unknown.unknown_word_rate:12.2f}%"
+
+        header = f"{'phenomenon':<{width}}  paradigms  accuracy"
+        lines = [header + ("  unknown words" if overall is not None else "")]
         for name, accuracy in self.phenomena.items():
-            lines.append(f"{name:<{width}}  {counts[name]:>9}  {100 * accuracy:8.2f}")
+            lines.append(row(name, counts[name], accuracy, by_phenomenon.get(name)))
             if per_paradigm:
-                for paradigm in self.paradigms:
-                    if paradigm.phenomenon == name:
-                        lines.append(
-                            f"  {paradigm.paradigm:<{width - 2}}  {paradigm.n_pairs:>9}  {100 * paradigm.accuracy:8.2f}"
-                        )
-        lines.append(f"{'overall':<{width}}  {len(self.paradigms):>9}  {100 * self.overall:8.2f}")
+                lines += [
+                    row(f"  {p.paradigm}", p.n_pairs, p.accuracy, by_paradigm.get(p.paradigm))
+                    for p in self.paradigms
+                    if p.phenomenon == name
+                ]
+        lines.append(row("overall", len(self.paradigms), self.overall, overall))
+        if overall is not None:
+            lines.append(
+                f"unknown words: {overall.n_unknown_words} of {overall.n_words} "
+                f"({100 * overall.unknown_word_rate:.2f}%), read as an unknown-word class or <unk>; "
+                f"{overall.pairs_differing_in_unknown_word} of {len(self.pairs)} pairs differ in one"
+            )
         return "\n".join(lines)
 
 
@@ -363,9 +483,11 @@ def score_blimp(
     logprobs: Sequence[tuple[float, float]] | None = None,
     batch_size: int = 128,
     progress: bool = False,
+    words: WordReader | None = None,
 ) -> BlimpResult:
     """Score minimal pairs with a sentence scorer (called on batches of ``batch_size`` sentences)
-    or with precomputed ``(logprob_good, logprob_bad)`` per pair, in the order of ``pairs``."""
+    or with precomputed ``(logprob_good, logprob_bad)`` per pair, in the order of ``pairs``;
+    ``words`` (the scorer's model's words and unknown words) adds each paradigm's unknown words."""
     if (scorer is None) == (logprobs is None):
         raise BlimpScoreError("give exactly one of a sentence scorer or precomputed log-probabilities")
     if not pairs:
@@ -403,4 +525,9 @@ def score_blimp(
         )
         for uid, pair in first_pair.items()
     ]
-    return BlimpResult(pairs=scored, paradigms=paradigms)
+    unknown: dict[str, UnknownWords] | None = None
+    if words is not None:
+        unknown = {uid: UnknownWords() for uid in first_pair}
+        for pair in pairs:
+            unknown[pair.paradigm] += pair_unknown_words(pair, words)
+    return BlimpResult(pairs=scored, paradigms=paradigms, unknown_words=unknown)

@@ -3,6 +3,8 @@
 The evaluations never see a model or a scorer: SyntaxGym reads a ``TokenScorer`` and BLiMP a
 ``SentenceScorer``. ``syntaxgym_scorer`` and ``blimp_scorer`` make them from a scorer, so that
 inference knows nothing of the evaluations, and the evaluations themselves nothing of inference.
+``unknown_words`` says which words a model's vocabulary does not know (the unknown-word counts of
+both evaluations; ``blimp_words`` for BLiMP's tokenisation).
 For reading times, ``story_surprisals`` gives per-word surprisal along stories, each read as one
 document or sentence by sentence (``story_context``), and which words the model does not know.
 """
@@ -75,6 +77,18 @@ def blimp_scorer(scorer: Scorer, *, tokenize: Callable[[str], list[str]] = ptb_t
         return scorer.sequence_score([tokenize(s) for s in sentences], reduction="sum", eos=True)
 
     return score
+
+
+def blimp_words(scorer: Scorer, *, tokenize: Callable[[str], list[str]] = ptb_tokens):
+    """A ``WordReader`` for ``blimp.score_blimp``: a sentence's words as ``blimp_scorer`` gives
+    them to the model (``tokenize``) and which of them its vocabulary reads as unknown."""
+    vocab = scorer.model.vocab
+
+    def read(sentence: str) -> tuple[list[str], list[bool]]:
+        words = tokenize(sentence)
+        return words, unknown_words(vocab, words) if words else []
+
+    return read
 
 
 # --- reading times: surprisal along stories ----------------------------------------------------------

@@ -21,6 +21,9 @@ module does everything between a model's tokens and the scores, and reproduces t
 - ``sg_scores`` averages suite accuracies into circuit scores and the SG score, under the suite
   sets of Hu et al. (2020, 31 suites) and Qian et al. (2021, 33 suites), each labelled, each both
   as a mean over suites and a mean over circuits (they differ; the papers report the first).
+- ``suite_unknown_words`` counts the words of a suite that a model's vocabulary does not know
+  (given as a function of the words) and the items with one in a region the predictions compare;
+  ``suites_summary`` gathers several suites' results into the SG scores and the pooled counts.
 
 Region values travel as JSON in the shape of the ``draws`` of ``sg_predictions.json``: a list of
 ``{"item_number": n, "values": {condition: [value of region 1, region 2, ...]}}``.
@@ -627,6 +630,87 @@ def suite_region_values(
     return result
 
 
+# -- words the model does not know -------------------------------------------------------------------------
+
+UnknownWordFlags = Callable[[Sequence[str]], Sequence[bool]]
+"""A sentence's words → per word, whether the model's vocabulary reads it as unknown (an
+unknown-word class or ``<unk>``; ``eval.scorers.unknown_words``)."""
+
+UNKNOWN_WORDS_NOTE = (
+    "unknown words: the words (split on spaces, as the model reads them) of every condition of every "
+    "item that the model's vocabulary does not know, read as an unknown-word class or <unk>; "
+    "items_unknown_in_critical_regions: the items with one in a region the predictions compare, whose "
+    "outcome rests on how the model reads the class, not the word"
+)
+
+
+def critical_regions(suite: Suite) -> dict[str, frozenset[int]]:
+    """Condition → the numbers (from 1) of the regions the suite's predictions compare; every
+    region of a condition referenced as ``*``. Conditions no prediction names are left out."""
+    regions: dict[str, set[int]] = {}
+    every = range(1, len(suite.region_names) + 1)
+    for prediction in suite.predictions:
+        for reference in region_references(prediction.expression):
+            numbers = every if reference.region is None else (reference.region,)
+            regions.setdefault(reference.condition, set()).update(numbers)
+    return {condition: frozenset(numbers) for condition, numbers in regions.items()}
+
+
+def suite_unknown_words(suite: Suite, unknown: UnknownWordFlags) -> dict[str, Any]:
+    """The words of the suite's sentences that a vocabulary does not know (``unknown``):
+    ``n_words`` (every condition of every item, each sentence split on spaces as the scorers read
+    it), ``n_unknown_words``, ``unknown_word_rate`` (0 when there are no words) and
+    ``items_unknown_in_critical_regions``, the numbers of the items with an unknown word in a
+    region that a prediction compares (``critical_regions``)."""
+    critical = critical_regions(suite)
+    n_words = n_unknown = 0
+    items: list[int] = []
+    for item in suite.items:
+        in_critical_region = False
+        for condition, contents in item.regions.items():
+            words = item.sentence(condition).split()
+            flags = [bool(flag) for flag in unknown(words)] if words else []
+            if len(flags) != len(words):
+                raise ValueError(f"{len(flags)} unknown-word flags for the {len(words)} words {words}")
+            n_words += len(words)
+            n_unknown += sum(flags)
+            start = 0
+            for number, content in enumerate(contents, 1):
+                end = start + len(content.split())
+                if number in critical.get(condition, ()) and any(flags[start:end]):
+                    in_critical_region = True
+                start = end
+        if in_critical_region:
+            items.append(item.item_number)
+    return {
+        "n_words": n_words,
+        "n_unknown_words": n_unknown,
+        "unknown_word_rate": n_unknown / n_words if n_words else 0.0,
+        "items_unknown_in_critical_regions": items,
+        "unknown_words_note": UNKNOWN_WORDS_NOTE,
+    }
+
+
+def pooled_unknown_words(results: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The unknown-word counts of several suite results (``suite_unknown_words`` in each) added
+    up: words, unknown words, their rate, the items and those with an unknown word in a critical
+    region; None when a result has no counts (region values computed elsewhere)."""
+    if not results or any("n_unknown_words" not in result for result in results):
+        return None
+    n_words = sum(result["n_words"] for result in results)
+    n_unknown = sum(result["n_unknown_words"] for result in results)
+    return {
+        "n_suites": len(results),
+        "n_words": n_words,
+        "n_unknown_words": n_unknown,
+        "unknown_word_rate": n_unknown / n_words if n_words else 0.0,
+        "n_items": sum(result["n_items"] for result in results),
+        "n_items_unknown_in_critical_regions": sum(
+            len(result["items_unknown_in_critical_regions"]) for result in results
+        ),
+    }
+
+
 # -- predictions → accuracies --------------------------------------------------------------------------------
 
 
@@ -956,7 +1040,8 @@ def score_region_values(suite_path: str | Path, region_values_path: str | Path) 
 def format_suite_result(result: Mapping[str, Any]) -> str:
     """Plain text of a suite result (``SuiteResult.to_json()``): the predictions, one line per item
     with each prediction's result and "all" (and, where the result has them, each prediction's
-    margin in bits, ``~`` marking a near tie), then the suite accuracies, chance and ties."""
+    margin in bits, ``~`` marking a near tie), then the suite accuracies, chance, the unknown words
+    (where the result counts them) and ties."""
     formulas = result["predictions"]
     lines = [f"suite {result['suite']}: {result['n_items']} items, {len(formulas)} predictions"]
     lines += [f"  p{k}: {formula.strip()}" for k, formula in enumerate(formulas)]
@@ -979,6 +1064,13 @@ def format_suite_result(result: Mapping[str, Any]) -> str:
     lines.append(f"accuracy (all predictions hold): {result['accuracy_all_predictions']:.4f}")
     if result.get("chance_pred0") is not None:
         lines.append(f"chance (prediction 0, conditions not told apart): {result['chance_pred0']:.3f}")
+    if "n_unknown_words" in result:
+        critical = len(result["items_unknown_in_critical_regions"])
+        lines.append(
+            f"unknown words: {result['n_unknown_words']} of {result['n_words']} "
+            f"({100 * result['unknown_word_rate']:.2f}%); {critical} of {result['n_items']} items have one "
+            "in a region the predictions compare"
+        )
     if "tie_note" in result:
         lines.append(f"near ties: {result['tie_note']}")
     return "\n".join(lines)
@@ -1089,6 +1181,60 @@ def sg_scores(suite_accuracy: Mapping[str, float]) -> dict[str, Any]:
             "circuits": circuits,
         }
     return scores
+
+
+def suites_summary(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Several suites' results (suite name → ``SuiteResult.to_json()``, with the unknown-word
+    counts of ``suite_unknown_words`` where a model scored them) summed up: ``suites``, each
+    suite's accuracy (prediction 0); ``sg_scores`` (``sg_scores``); and, when every result counts
+    unknown words, ``unknown_word_rates`` per suite and ``unknown_words``, the counts pooled over
+    all suites and (``sg_score_sets``) over the suites of each SG score set, when all were scored."""
+    accuracy = {name: result["accuracy_pred0"] for name, result in results.items()}
+    summary: dict[str, Any] = {"suites": accuracy, "sg_scores": sg_scores(accuracy)}
+    pooled = pooled_unknown_words(list(results.values()))
+    if pooled is not None:
+        summary["unknown_word_rates"] = {name: r["unknown_word_rate"] for name, r in results.items()}
+        summary["unknown_words"] = pooled | {
+            "sg_score_sets": {
+                key: pooled_unknown_words([results[name] for name in suites])
+                for key, (_, suites) in SG_SCORE_SUITE_SETS.items()
+                if all(name in results for name in suites)
+            }
+        }
+    return summary
+
+
+def format_suites_summary(summary: Mapping[str, Any]) -> str:
+    """Plain text of ``suites_summary``: each suite's accuracy (and unknown-word rate), then each
+    SG score with its circuits (and the unknown-word rate over its suites), then the unknown words
+    over all the suites."""
+    rates = summary.get("unknown_word_rates")
+    unknown = summary.get("unknown_words")
+    width = max(32, *(len(name) for name in summary["suites"]))
+    header = f"{'suite':{width}s} accuracy" + ("  unknown words" if rates is not None else "")
+    lines = [header]
+    for name, value in summary["suites"].items():
+        line = f"{name:{width}s} {value:8.3f}"
+        if rates is not None:
+            line += f"  {100 * rates[name]:12.2f}%"
+        lines.append(line)
+    for key, score in summary["sg_scores"].items():
+        if score["mean_over_suites"] is None:
+            lines.append(f"{score['label']}: incomplete ({len(score['missing_suites'])} suites missing)")
+            continue
+        circuits = ", ".join(f"{name} {c['mean_over_suites']:.3f}" for name, c in score["circuits"].items())
+        line = f"{score['label']}: {score['mean_over_suites']:.3f} (circuits: {circuits})"
+        if unknown is not None and key in unknown["sg_score_sets"]:
+            line += f"; unknown words {100 * unknown['sg_score_sets'][key]['unknown_word_rate']:.2f}%"
+        lines.append(line)
+    if unknown is not None:
+        lines.append(
+            f"unknown words, all suites scored: {unknown['n_unknown_words']} of "
+            f"{unknown['n_words']} ({100 * unknown['unknown_word_rate']:.2f}%); "
+            f"{unknown['n_items_unknown_in_critical_regions']} of {unknown['n_items']} items have one in "
+            "a region the predictions compare"
+        )
+    return "\n".join(lines)
 
 
 def _mean(values: Sequence[float]) -> float:

@@ -992,18 +992,12 @@ def eval_blimp(
         options["pairs_selected"] = len(pairs)  # the first `limit` of them scored: a subset
         pairs = pairs[:limit]
     if model is not None:
-        from syntaxlm.eval.scorers import blimp_scorer, blimp_words, ptb_tokens
+        from syntaxlm.eval.scorers import model_blimp, ptb_tokens
         from syntaxlm.experiments import beam_options
 
         scorer = _scorer(model, method, action_beam, word_beam, fast_track, batch_size=batch_size)
         _estimate_before(scorer, [ptb_tokens(s) for pair in pairs for s in (pair.good, pair.bad)])
-        result = score_blimp(
-            pairs,
-            blimp_scorer(scorer),
-            batch_size=batch_size * 4,
-            progress=progress,
-            words=blimp_words(scorer),
-        )
+        result = model_blimp(scorer, pairs, batch_size=batch_size * 4, progress=progress)
         options |= {"method": scorer.method} | beam_options(scorer)
         inputs = {"data": data, "model": model / "model.safetensors"}
     else:
@@ -2158,6 +2152,14 @@ def reproduce_command(
         list[Path] | None,
         typer.Option("--suites", help="SyntaxGym suite files or folders to score every run on (repeatable)."),
     ] = None,
+    blimp: Annotated[
+        Path | None,
+        typer.Option(
+            help="A BLiMP data folder (one .jsonl per paradigm): score every run on its 10% subset "
+            "(Qian et al. 2021: the first 100 pairs of each paradigm).",
+            show_default=False,
+        ),
+    ] = None,
     set_: Annotated[
         list[str] | None,
         typer.Option("--set", help="Override a recipe key: --set train.max_steps=2000 (repeatable)."),
@@ -2208,6 +2210,7 @@ def reproduce_command(
             data=data,
             seeds=range(seeds),
             suites=_suite_files(suites) if suites else [],
+            blimp=blimp,
             overrides=set_ or [],
             settings=settings,
             parser=parser,

@@ -344,6 +344,7 @@ def evaluate_model(
     *,
     test: str | Path | None = None,
     suites: Sequence[Path] = (),
+    blimp: str | Path | None = None,
     settings: EvalSettings = EvalSettings(),
     parser: str | Path | None = None,
     progress: bool = False,
@@ -364,7 +365,9 @@ def evaluate_model(
       sampled without replacement beside it (``proposal_perplexity``), and
       ``parseval-rerank.json``, the EVALB F1 of the tree of highest ``p(x, y)`` among them
       (reranking, TG §3.2);
-    - ``sg/SUITE.json``: per SyntaxGym suite.
+    - ``sg/SUITE.json``: per SyntaxGym suite;
+    - ``blimp.json``: with ``blimp`` (a BLiMP data folder), the accuracy on its 10% subset of Qian et
+      al. 2021 (the first 100 pairs of each paradigm) with the words the vocabulary does not know.
 
     For the proposal parser (``models.span_parser``): ``parseval.json`` of its Viterbi trees on a
     constituency test set, nothing else. Returns the written files by name.
@@ -448,6 +451,21 @@ def evaluate_model(
             out / "sg" / f"{path.stem}.json",
             result_record(
                 "syntaxgym", result, inputs={"suite": path, **weights}, options={"method": result["method"]}
+            ),
+        )
+    if blimp is not None:
+        from syntaxlm.eval.blimp import blimp_10_percent, read_blimp
+        from syntaxlm.eval.scorers import model_blimp
+
+        pairs = blimp_10_percent(read_blimp(blimp))
+        result = model_blimp(scorer, pairs, batch_size=settings.batch_size * 4, progress=progress)
+        written["blimp"] = write_result(
+            out / "blimp.json",
+            result_record(
+                "blimp",
+                result.to_json(),
+                inputs={"data": Path(blimp), **weights},
+                options={"ten_percent": True, "method": scorer.method} | beam_options(scorer),
             ),
         )
     return written
@@ -694,13 +712,15 @@ def reproduce(
     data: str | Path | None = None,
     seeds: Sequence[int] = (0,),
     suites: Sequence[Path] = (),
+    blimp: str | Path | None = None,
     overrides: Sequence[str] = (),
     settings: EvalSettings = EvalSettings(),
     parser: str | Path | None = None,
     echo=print,
 ) -> Path:
     """A paper's table from a recipe: train it once per seed (``OUT/seed-S``, resumed when
-    interrupted), evaluate each run on the recipe's test set and ``suites``, and write
+    interrupted), evaluate each run on the recipe's test set, ``suites`` and ``blimp`` (a BLiMP data
+    folder: its 10% subset), and write
     ``OUT/report.md`` (mean ± std over seeds). Returns the report's path.
 
     A joint model (``ModelCard.joint``) is also evaluated over a proposal parser's samples
@@ -724,8 +744,8 @@ def reproduce(
         test = config.data.treebank_paths(run).get("test")  # a synthetic recipe's lives in the run
         echo(f"[{k}/{len(configs)}] seed {seed}: evaluating {run / 'best'}")
         written = evaluate_model(
-            run / "best", run / "results", test=test, suites=suites, settings=settings, parser=proposer,
-            progress=True,
+            run / "best", run / "results", test=test, suites=suites, blimp=blimp, settings=settings,
+            parser=proposer, progress=True,
         )  # fmt: skip
         if "perplexity" in written:
             marginalisation = read_result(written["perplexity"])["result"]["marginalisation"]

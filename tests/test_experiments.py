@@ -111,3 +111,35 @@ def test_reproduce_command_refuses_bad_arguments(tmp_path):
     assert isinstance(result.exception, ConfigError) and "no recipe named 'tg-huge'" in str(result.exception)
     result = runner.invoke(app, ["reproduce", "tg-tiny", "--seeds", "0", "--out", str(tmp_path / "r")])
     assert result.exit_code != 0 and "at least one seed" in result.output
+
+
+def test_evaluate_model_scores_the_ten_percent_of_blimp_with_the_unknown_words(tmp_path):
+    import torch
+
+    from syntaxlm.eval.blimp import read_blimp
+    from syntaxlm.experiments import evaluate_model
+    from syntaxlm.models import build_model
+    from syntaxlm.text.build import build_vocabulary
+    from tests.test_beam import TINY
+
+    write_synthetic_treebank(tmp_path / "data", sentences=40, seed=0, items_per_suite=2)
+    vocab = build_vocabulary(tmp_path / "data" / "train.trees", tmp_path / "words", kind="word")
+    torch.manual_seed(0)
+    build_model({"model": "lm", **TINY}, {"vocab": vocab}).save_pretrained(tmp_path / "lm")
+    blimp = tmp_path / "blimp"
+    blimp.mkdir()
+    for uid, term, n in (("regular_plural_subject_verb_agreement_1", "subject_verb_agreement", 120),
+                         ("anaphor_gender_agreement", "anaphor_agreement", 3)):  # fmt: skip
+        lines = [
+            json.dumps({"sentence_good": "the dog barks .", "sentence_bad": "the dog bark .", "UID": uid,
+                        "pairID": str(i), "linguistics_term": term, "field": "morphology"})  # fmt: skip
+            for i in range(n)
+        ]
+        (blimp / f"{uid}.jsonl").write_text("\n".join(lines) + "\n")
+    written = evaluate_model(tmp_path / "lm", tmp_path / "results", blimp=blimp)
+    record = read_result(written["blimp"])
+    assert record["options"]["ten_percent"] is True and record["options"]["method"] == "exact"
+    result = record["result"]
+    assert result["n_pairs"] == 100 + 3  # the first 100 pairs of each paradigm
+    assert len(read_blimp(blimp)) == 123
+    assert result["n_words"] == 103 * 2 * 4 and 0 <= result["unknown_word_rate"] <= 1  # 4 words a sentence

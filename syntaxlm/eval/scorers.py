@@ -91,6 +91,16 @@ def blimp_words(scorer: Scorer, *, tokenize: Callable[[str], list[str]] = ptb_to
     return read
 
 
+
+def model_blimp(scorer: Scorer, pairs, *, batch_size: int, progress: bool = False):
+    """``blimp.score_blimp`` of ``pairs`` under ``scorer``'s model: each sentence's full
+    log-probability (``blimp_scorer``) and the words its vocabulary does not know (``blimp_words``)."""
+    from syntaxlm.eval.blimp import score_blimp
+
+    return score_blimp(
+        pairs, blimp_scorer(scorer), batch_size=batch_size, progress=progress, words=blimp_words(scorer)
+    )
+
 # --- reading times: surprisal along stories ----------------------------------------------------------
 
 DOCUMENT_LABEL = "DOC"  # the root of document-level training trees (structure.actions.document_tree)

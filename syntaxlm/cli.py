@@ -1321,7 +1321,7 @@ def eval_rt(
         raise typer.BadParameter(
             f"expected LOW,HIGH in ms with 0 <= LOW < HIGH, got {rt_range!r}", param_hint="--rt-range"
         )
-    chosen = [story.strip() for story in stories.split(",") if story.strip()] if stories else None
+    chosen = _names(stories, "--stories")
     with _sizes_as_options():
         evaluation = reading_time_evaluation(
             corpus, model, stories=chosen, predictors=predictor or (), method=method.value,

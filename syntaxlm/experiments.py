@@ -850,6 +850,7 @@ def reading_time_evaluation(
     ``results/perplexity.json`` where there is one), for the figure. ``on_scorer`` sees each scorer
     and the sentences it is about to score (the CLI's time estimate)."""
     from syntaxlm.eval.reading_regression import reading_times_result
+    from syntaxlm.eval.reading_regression import check_regression_sizes
     from syntaxlm.eval.reading_times import read_reading_corpus, token_surprisals
     from syntaxlm.eval.scorers import story_context, story_surprisals
     from syntaxlm.inference import Scorer
@@ -862,6 +863,7 @@ def reading_time_evaluation(
     began = time.perf_counter()
     corpus = read_reading_corpus(corpus_path, stories=stories, predictors=predictors)
     seconds["read corpus"] = round(time.perf_counter() - began, 1)
+    check_regression_sizes(len(corpus.tokens), spillover=spillover, folds=folds)  # before any scoring
     sentences = [list(sentence.words) for sentence in corpus.sentences]
     story_words = [[w for s in story for w in sentences[s]] for story in corpus.story_sentences()]
     names: list[str] = []

@@ -475,3 +475,12 @@ def test_eval_rt_on_two_natural_stories(shared_data, tiny_models, tmp_path):
     assert (result["corpus"], result["stories"], result["n_tokens"]) == ("natural-stories", ["1", "2"], 2063)
     assert result["models"][0]["unknown_tokens"] > 1000 and result["unknown_words"] == "kept"
     assert result["exclusions"]["attached_punctuation"] > 0
+
+
+def test_a_spillover_or_fold_count_the_corpus_cannot_serve_is_refused_before_scoring():
+    from syntaxlm.eval.reading_regression import RegressionError, check_regression_sizes
+
+    check_regression_sizes(100, spillover=2, folds=10)
+    for spillover, folds in ((10**9, 10), (100, 10), (-1, 10), (2, 10**9), (2, 101), (2, 1)):
+        with pytest.raises(RegressionError, match=r"expected .* \(the corpus has 100 tokens\)"):
+            check_regression_sizes(100, spillover=spillover, folds=folds)

@@ -49,6 +49,17 @@ def predictor_names(spillover: int, extra: Sequence[str] = (), *, surprisal: boo
     return names
 
 
+def check_regression_sizes(n_tokens: int, *, spillover: int, folds: int) -> None:
+    """Refuse, before any scoring, a ``spillover`` or ``folds`` that the corpus's ``n_tokens`` tokens
+    cannot serve: at least one token must have ``spillover`` tokens before it, every fold a token."""
+    if not 0 <= spillover < n_tokens:
+        raise RegressionError(
+            f"spillover {spillover}: expected 0 to {n_tokens - 1} (the corpus has {n_tokens} tokens)"
+        )
+    if not 2 <= folds <= n_tokens:
+        raise RegressionError(f"folds {folds}: expected 2 to {n_tokens} (the corpus has {n_tokens} tokens)")
+
+
 def design_matrix(
     corpus: ReadingCorpus, rows: np.ndarray, spillover: int, surprisal_bits: np.ndarray | None
 ) -> np.ndarray:

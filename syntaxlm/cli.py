@@ -658,6 +658,13 @@ ActionBeamOption = Annotated[int, typer.Option(help="Beam search: action beam.")
 WordBeamOption = Annotated[int, typer.Option(help="Beam search: word beam.")]
 FastTrackOption = Annotated[int, typer.Option(help="Beam search: fast-track states per round.")]
 BatchSizeOption = Annotated[int, typer.Option(min=1, help="Sentences per batch.")]
+DeviceOption = Annotated[
+    str,
+    typer.Option(
+        help="Where the model scores: cpu, cuda, or auto (cuda where available). A GPU pays for the beam "
+        "search of models with a real vocabulary (docs/performance.md).",
+    ),
+]
 PARSER_SEED_MAX = 2**63 - 1  # the proposal parser's seeds: 0 .. span_parser.SEED_BOUND - 1
 ProgressOption = Annotated[bool, typer.Option(help="Show a progress bar (on stderr).")]
 SkipLongOption = Annotated[
@@ -770,6 +777,7 @@ def eval_sg(
     action_beam: ActionBeamOption = 100,
     word_beam: WordBeamOption = 10,
     fast_track: FastTrackOption = 5,
+    device: DeviceOption = "cpu",
     workers: Annotated[
         int,
         typer.Option(
@@ -810,7 +818,12 @@ def eval_sg(
     from syntaxlm.eval.syntaxgym import format_suites_summary, suites_summary
     from syntaxlm.experiments import beam_options, suite_results
 
-    scorer = _scorer(model, method, action_beam, word_beam, fast_track)
+    scorer = _scorer(model, method, action_beam, word_beam, fast_track, device)
+    if workers > 1 and scorer.model.device.type != "cpu":
+        raise typer.BadParameter(
+            f"workers share the CPU's threads; a model on {scorer.model.device.type} scores in one process",
+            param_hint="--workers",
+        )
     if scorer.joint and (workers == 1 or len(paths) == 1):  # scored here, where it can be timed
         from syntaxlm.eval.syntaxgym import load_suite
 
@@ -961,6 +974,7 @@ def eval_blimp(
     action_beam: ActionBeamOption = 100,
     word_beam: WordBeamOption = 10,
     fast_track: FastTrackOption = 5,
+    device: DeviceOption = "cpu",
     batch_size: Annotated[int, typer.Option(help="--model: sentences per batch.")] = 64,
     per_paradigm: Annotated[bool, typer.Option(help="Text output: every paradigm too.")] = False,
     progress: ProgressOption = True,
@@ -995,7 +1009,7 @@ def eval_blimp(
         from syntaxlm.eval.scorers import model_blimp, ptb_tokens
         from syntaxlm.experiments import beam_options
 
-        scorer = _scorer(model, method, action_beam, word_beam, fast_track, batch_size=batch_size)
+        scorer = _scorer(model, method, action_beam, word_beam, fast_track, device, batch_size=batch_size)
         _estimate_before(scorer, [ptb_tokens(s) for pair in pairs for s in (pair.good, pair.bad)])
         result = model_blimp(scorer, pairs, batch_size=batch_size * 4, progress=progress)
         options |= {"method": scorer.method} | beam_options(scorer)
@@ -1057,6 +1071,7 @@ def eval_ppl(
     action_beam: ActionBeamOption = 100,
     word_beam: WordBeamOption = 10,
     fast_track: FastTrackOption = 5,
+    device: DeviceOption = "cpu",
     batch_size: BatchSizeOption = 16,
     progress: ProgressOption = True,
     skip_long: SkipLongOption = False,
@@ -1121,9 +1136,11 @@ def eval_ppl(
             "progress": progress,
         }
         with _sizes_as_options():
-            _proposal_perplexity(data, model, parser, words[:limit], drawn, len(words), limit, as_json, out)
+            _proposal_perplexity(
+                data, model, parser, words[:limit], drawn, len(words), limit, as_json, out, device
+            )
         return
-    scorer = _scorer(model, method.value, action_beam, word_beam, fast_track, **settings)
+    scorer = _scorer(model, method.value, action_beam, word_beam, fast_track, device, **settings)
     if scorer.method != "beam":
         _refuse_given(ctx, BEAM_OPTIONS, f"the beam search (the method here is {scorer.method})")
     segmented = document_context(scorer.model, "training")["segment_length"] is not None
@@ -1152,14 +1169,16 @@ def eval_ppl(
 
 
 def _proposal_perplexity(
-    data: Path, model: Path, parser: Path, words, drawn: dict, in_data: int, limit, as_json: bool, out
+    data: Path, model: Path, parser: Path, words, drawn: dict, in_data: int, limit, as_json: bool, out, device
 ) -> None:
     """``eval ppl --method proposals --parser``: ``experiments.proposal_perplexity`` with the
-    options ``drawn`` (samples, seed, beam, batch_size, progress)."""
+    options ``drawn`` (samples, seed, beam, batch_size, progress), model and parser on ``device``."""
     from syntaxlm.experiments import proposal_perplexity
-    from syntaxlm.models import load_language_model, load_parser
+    from syntaxlm.models import load_language_model, load_parser, scoring_device
 
-    evaluation = proposal_perplexity(load_language_model(model), load_parser(parser), words, **drawn)
+    where = scoring_device(device)
+    scored, proposer = load_language_model(model, map_location=where), load_parser(parser, map_location=where)
+    evaluation = proposal_perplexity(scored, proposer, words, **drawn)
     inputs = {"data": data, "model": model / "model.safetensors", "parser": parser / "model.safetensors"}
     options = {
         "method": "importance-sampling",
@@ -1362,6 +1381,7 @@ def score_command(
     action_beam: ActionBeamOption = 100,
     word_beam: WordBeamOption = 10,
     fast_track: FastTrackOption = 5,
+    device: DeviceOption = "cpu",
     batch_size: BatchSizeOption = 16,
     progress: ProgressOption = True,
     skip_long: SkipLongOption = False,
@@ -1379,9 +1399,8 @@ def score_command(
         _refuse_given(ctx, ["proposals"], "--method proposals")
     if trees is None and proposals is None:
         _refuse_given(ctx, ["pos_tags"], "--trees or --proposals (how their trees are read)")
-    scorer = _scorer(
-        model, method.value, action_beam, word_beam, fast_track, batch_size=batch_size, progress=progress
-    )
+    beam = (action_beam, word_beam, fast_track)
+    scorer = _scorer(model, method.value, *beam, device, batch_size=batch_size, progress=progress)
     if scorer.method != "beam":
         _refuse_given(ctx, BEAM_OPTIONS, f"the beam search (the method here is {scorer.method})")
     given = {}
@@ -1466,13 +1485,15 @@ def _check_importance_samples(samples: int, option: str = "--samples") -> None:
         )
 
 
-def _scorer(model: Path, method: str, action_beam: int, word_beam: int, fast_track: int, **options):
-    """The ``Scorer`` of a saved model from the scoring options; ``options`` are the Scorer's
-    ``context``, ``batch_size`` and ``progress``."""
+def _scorer(
+    model: Path, method: str, action_beam: int, word_beam: int, fast_track: int, device: str, **options
+):
+    """The ``Scorer`` of a saved model, loaded on ``device`` (``models.scoring_device``), from the
+    scoring options; ``options`` are the Scorer's ``context``, ``batch_size`` and ``progress``."""
     from syntaxlm.inference import BeamSettings, Scorer
-    from syntaxlm.models import load_language_model
+    from syntaxlm.models import load_language_model, scoring_device
 
-    loaded = load_language_model(model)
+    loaded = load_language_model(model, map_location=scoring_device(device))
     return Scorer(loaded, method=method, beam=BeamSettings(action_beam, word_beam, fast_track), **options)
 
 
@@ -2182,6 +2203,7 @@ def reproduce_command(
     action_beam: ActionBeamOption = 100,
     word_beam: WordBeamOption = 10,
     fast_track: FastTrackOption = 5,
+    device: DeviceOption = "cpu",
     batch_size: BatchSizeOption = 16,
 ) -> None:
     """A paper's table from its recipe: train (per seed) -> evaluate -> report (docs/reproduce.md).
@@ -2200,6 +2222,7 @@ def reproduce_command(
         test_sentences=test_sentences,
         batch_size=batch_size,
         proposal_samples=proposal_samples,
+        device=device,
     )
     name = find_recipe(recipe).stem
     out = out if out is not None else Path("runs") / "reproduce" / name

@@ -262,6 +262,7 @@ class EvalSettings:
     batch_size: int = 32
     context: str = "training"
     proposal_samples: int = 300  # trees per sentence from a proposal parser (the TG paper's 300)
+    device: str = "cpu"  # where the model (and the proposal parser) score: models.scoring_device
 
 
 # Sentences per scoring batch for the tiny models of the quickstart and the learning curve: the
@@ -377,12 +378,12 @@ def evaluate_model(
     from syntaxlm.eval.perplexity import perplexity
     from syntaxlm.eval.uf1 import WORD_TAGS, evaluate_uf1
     from syntaxlm.inference import Scorer, perplexity_logprobs
-    from syntaxlm.models import SyntacticLM, load_model
+    from syntaxlm.models import SyntacticLM, load_model, scoring_device
     from syntaxlm.trees.clean import PTB_CLEANING
     from syntaxlm.trees.ptb import TreeReader
 
     model_folder, out = Path(model_folder), Path(out)
-    model = load_model(model_folder)
+    model = load_model(model_folder, map_location=scoring_device(settings.device))
     if not isinstance(model, SyntacticLM):  # the proposal parser: its trees' F1 only
         return _parser_results(model, model_folder, out, test, settings)
     scorer = Scorer(
@@ -584,10 +585,10 @@ def _proposal_results(
     from syntaxlm.trees.ptb import TreeReader
 
     samples = settings.proposal_samples
+    proposer = load_parser(parser, map_location=str(model.device))
     evaluation = proposal_perplexity(
-        model, load_parser(parser), words, samples=samples, beam=None, batch_size=settings.batch_size,
-        progress=progress,
-    )  # fmt: skip
+        model, proposer, words, samples=samples, beam=None, batch_size=settings.batch_size, progress=progress
+    )
     inputs = {"data": test, **weights, "parser": parser / "model.safetensors"}
     drawn = {"proposal_samples": samples, "proposal_seed": 0}
     written = {

@@ -456,3 +456,49 @@ def test_eval_blimp_counts_the_words_the_models_vocabulary_does_not_know(word_mo
     assert text.rstrip().endswith(
         "unknown words: 5 of 32 (15.62%), read as an unknown-word class or <unk>; 2 of 4 pairs differ in one"
     )
+
+
+def test_the_scoring_device_is_chosen_and_a_missing_one_is_one_clear_line(word_model, tmp_path, monkeypatch):
+    import torch
+
+    from syntaxlm.models import DeviceError, scoring_device
+
+    _, model = word_model
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text("the dog barks .\nthe dogs bark .\n")
+    on_cpu = json.loads(invoke("eval", "ppl", sentences, "--model", model, "--no-progress", "--json"))
+    chosen = json.loads(
+        invoke("eval", "ppl", sentences, "--model", model, "--no-progress", "--json", "--device", "cpu")
+    )
+    assert chosen["perplexity_per_word"] == on_cpu["perplexity_per_word"]  # the same computation
+    with pytest.raises(DeviceError, match="expected one of cpu, cuda, auto"):
+        scoring_device("gpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert scoring_device("auto") == "cpu"
+    with pytest.raises(DeviceError, match="no CUDA device"):
+        scoring_device("cuda")
+    monkeypatch.undo()
+    if torch.cuda.is_available():
+        return
+    result = run("eval", "ppl", sentences, "--model", model, "--device", "cuda")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "device 'cuda' asked for, but torch sees no CUDA device" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
+def test_evaluation_on_the_gpu_agrees_with_the_cpu(word_model, tmp_path):
+    from syntaxlm.experiments import EvalSettings, evaluate_model
+    from syntaxlm.results import read_result
+
+    _, model = word_model
+    test = tmp_path / "test.trees"
+    test.write_text(
+        "(S (NP (DT the) (NN dog)) (VP (VBZ barks)) (. .))\n(S (NP (DT the) (NNS dogs)) (VP (VBP bark)))\n"
+    )
+    values = {}
+    for device in ("cpu", "cuda"):
+        written = evaluate_model(model, tmp_path / device, test=test, settings=EvalSettings(device=device))
+        values[device] = read_result(written["perplexity"])["result"]["perplexity_per_word"]
+    # float32 on both; a few dozen operations per word: agreement to about 1e-5 relative
+    assert values["cuda"] == pytest.approx(values["cpu"], rel=1e-4)

@@ -274,6 +274,27 @@ def _values_asked(func: Callable, args: tuple, kwargs: dict[str, Any]) -> int:
     return math.prod(size)
 
 
+SCORING_DEVICES = ("cpu", "cuda", "auto")
+
+
+class DeviceError(ConfigError):
+    """A device asked for that this machine does not have."""
+
+
+def scoring_device(choice: str) -> str:
+    """The torch device a saved model is loaded on to be scored, searched or sampled: ``"cpu"``,
+    ``"cuda"`` (``DeviceError`` when no CUDA device is available) or ``"auto"`` (CUDA where
+    available). A GPU pays where the output layer is wide (a real vocabulary: the beam search's
+    rows times the vocabulary at every step); tiny models score faster on the CPU
+    (docs/performance.md)."""
+    if choice not in SCORING_DEVICES:
+        raise DeviceError(f"device {choice!r}: expected one of {', '.join(SCORING_DEVICES)}")
+    cuda = torch.cuda.is_available()
+    if choice == "cuda" and not cuda:
+        raise DeviceError("device 'cuda' asked for, but torch sees no CUDA device on this machine")
+    return "cuda" if choice == "cuda" or (choice == "auto" and cuda) else "cpu"
+
+
 def load_model(folder: str | Path, *, map_location: str = "cpu") -> TrainedModel:
     """A model saved with ``save_pretrained``; ``ModelFileError`` names what is missing or differs.
 

@@ -428,3 +428,18 @@ def test_real_models_beam_search(tiny, name):
         assert scores.details["forced_pieces"] == 0
     alone = beam_search(model, sentences[1:2], BeamSettings(20, 5, 2))[0]
     assert alone.logprob == pytest.approx(results[1].logprob, abs=1e-4)
+
+
+def test_the_row_logsumexp_in_blocks_is_torchs_over_every_row():
+    from syntaxlm.inference.grammar import LOGSUMEXP_BLOCK_ROWS, row_logsumexp
+
+    generator = torch.Generator().manual_seed(0)
+    values = torch.randn(3 * LOGSUMEXP_BLOCK_ROWS + 5, 1000, generator=generator) * 10
+    bias = torch.zeros(1000).masked_fill(torch.arange(1000) % 3 == 0, -torch.inf)
+    # float32 sums of 1,000 terms of at most 1: the order of summation moves them by ~1e-6 relative
+    torch.testing.assert_close(row_logsumexp(values), torch.logsumexp(values, dim=1), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(
+        row_logsumexp(values, bias), torch.logsumexp(values + bias, dim=1), rtol=1e-5, atol=1e-5
+    )
+    masked = torch.full((LOGSUMEXP_BLOCK_ROWS + 1, 1000), -torch.inf)
+    assert torch.equal(row_logsumexp(masked), torch.full((LOGSUMEXP_BLOCK_ROWS + 1,), -torch.inf))

@@ -778,6 +778,7 @@ def eval_sg(
     word_beam: WordBeamOption = 10,
     fast_track: FastTrackOption = 5,
     device: DeviceOption = "cpu",
+    batch_size: BatchSizeOption = 16,
     workers: Annotated[
         int,
         typer.Option(
@@ -818,7 +819,7 @@ def eval_sg(
     from syntaxlm.eval.syntaxgym import format_suites_summary, suites_summary
     from syntaxlm.experiments import beam_options, suite_results
 
-    scorer = _scorer(model, method, action_beam, word_beam, fast_track, device)
+    scorer = _scorer(model, method, action_beam, word_beam, fast_track, device, batch_size=batch_size)
     if workers > 1 and scorer.model.device.type != "cpu":
         raise typer.BadParameter(
             f"workers share the CPU's threads; a model on {scorer.model.device.type} scores in one process",

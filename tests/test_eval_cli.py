@@ -267,6 +267,13 @@ def test_eval_sg_with_a_saved_model(tmp_path):
     assert scored["n_items"] > 0 and 0 <= scored["accuracy_pred0"] <= 1
     saved = json.loads((tmp_path / "sg.json").read_text())
     assert saved["options"]["method"] == "exact"  # "auto" resolved: txl-terminals reads words only
+    batched = run("eval", "sg", suite, "--model", tmp_path / "model", "--json", "--batch-size", "3")
+    assert batched.returncode == 0, batched.stderr
+    # the same items' outcomes in batches of 3 sentences (float32 sums in another order: no exact equality)
+    assert json.loads(batched.stdout)["n_items"] == scored["n_items"]
+    assert [item["item_number"] for item in json.loads(batched.stdout)["items"]] == [
+        item["item_number"] for item in scored["items"]
+    ]
     from typer.testing import CliRunner  # in-process: torch is already imported here
 
     from syntaxlm.cli import app

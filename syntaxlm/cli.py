@@ -763,6 +763,7 @@ ModelMethodOption = Annotated[
 
 @eval_app.command("sg")
 def eval_sg(
+    ctx: typer.Context,
     suites: Annotated[
         list[Path], typer.Argument(help="SyntaxGym suite JSON files, or folders of them (every *.json).")
     ],
@@ -810,6 +811,7 @@ def eval_sg(
         raise typer.BadParameter("give one of --region-values and --model", param_hint="--model")
     paths = _suite_files(suites)
     if region_values is not None:
+        _refuse_given(ctx, [*SCORING_OPTIONS, "workers"], "--model (a model's own surprisals)")
         if len(paths) != 1:
             raise typer.BadParameter("--region-values scores one suite", param_hint="SUITES")
         result = score_region_values(paths[0], region_values)
@@ -946,6 +948,7 @@ def eval_uf1(
 
 @eval_app.command("blimp")
 def eval_blimp(
+    ctx: typer.Context,
     data: Annotated[Path, typer.Option(help="The BLiMP data folder (one .jsonl per paradigm).")],
     logprobs: Annotated[
         Path | None,
@@ -992,6 +995,8 @@ def eval_blimp(
 
     if (logprobs is None) == (model is None):
         raise typer.BadParameter("give one of --logprobs and --model", param_hint="--model")
+    if logprobs is not None:
+        _refuse_given(ctx, SCORING_OPTIONS, "--model (a model's own log-probabilities)")
     pairs = read_blimp(data, paradigms=paradigms or None)
     if ten_percent:
         pairs = blimp_10_percent(pairs)
@@ -1431,6 +1436,8 @@ def score_command(
 
 
 BEAM_OPTIONS = ["action_beam", "word_beam", "fast_track"]
+# the options of a model's scoring, refused where a command scores precomputed values instead
+SCORING_OPTIONS = ["method", *BEAM_OPTIONS, "device", "batch_size"]
 # The library's size arguments (``SizeError.name``) as the options of parse, score and eval ppl.
 SIZE_OPTIONS = {
     "k": "--kbest",

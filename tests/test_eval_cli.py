@@ -509,3 +509,13 @@ def test_evaluation_on_the_gpu_agrees_with_the_cpu(word_model, tmp_path):
         values[device] = read_result(written["perplexity"])["result"]["perplexity_per_word"]
     # float32 on both; a few dozen operations per word: agreement to about 1e-5 relative
     assert values["cuda"] == pytest.approx(values["cpu"], rel=1e-4)
+
+
+def test_scoring_options_are_refused_where_precomputed_values_are_scored(tmp_path):
+    suite, values = tmp_path / "suite.json", tmp_path / "values.json"
+    suite.write_text("{}")
+    values.write_text("{}")
+    result = run("eval", "sg", suite, "--region-values", values, "--device", "cuda")
+    assert result.returncode == 2 and "--device is for --model" in result.stderr
+    result = run("eval", "blimp", "--data", tmp_path, "--logprobs", values, "--batch-size", "8")
+    assert result.returncode == 2 and "--batch-size is for --model" in result.stderr

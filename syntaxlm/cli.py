@@ -1185,6 +1185,9 @@ def _proposal_perplexity(
     where = scoring_device(device)
     scored, proposer = load_language_model(model, map_location=where), load_parser(parser, map_location=where)
     evaluation = proposal_perplexity(scored, proposer, words, **drawn)
+    if as_json:  # the text says them; JSON on stdout is for programs, the warnings for the reader
+        for warning in evaluation.result["warnings"]:
+            typer.echo(f"warning: {warning}", err=True)
     inputs = {"data": data, "model": model / "model.safetensors", "parser": parser / "model.safetensors"}
     options = {
         "method": "importance-sampling",

@@ -514,7 +514,7 @@ def proposal_perplexity(
     from syntaxlm.inference import InferenceError, Scorer, perplexity_logprobs
     from syntaxlm.inference.beam import check_beam_size
     from syntaxlm.inference.grammar import ActionSpace
-    from syntaxlm.inference.importance import GROUPS, importance_perplexity
+    from syntaxlm.inference.importance import GROUPS, importance_perplexity, reliability_warnings
 
     if samples < GROUPS:
         raise InferenceError(
@@ -544,6 +544,7 @@ def proposal_perplexity(
             f"on p(x)): {bound.render()}"
         ),
     ]
+    upper_bounds = {f"sum over {samples} different trees": bound.per_word}
     if beam is not None:  # over the model's own distribution, as the two above
         beam = dataclasses.replace(beam, renormalise=False)
         searcher = Scorer(model, method="beam", beam=beam, batch_size=batch_size, progress=progress)
@@ -551,6 +552,9 @@ def proposal_perplexity(
         searched = perplexity(logprobs, ends, marginalisation=marginalisation)
         result["beam"] = searched.to_json()
         lines.append(f"beam marginal (a lower bound on p(x)): {searched.render()}")
+        upper_bounds["beam marginal"] = searched.per_word
+    result["warnings"] = reliability_warnings(estimate, upper_bounds)
+    lines += [f"warning: {warning}" for warning in result["warnings"]]
     return ProposalEvaluation(result, "\n".join(lines), scores)
 
 

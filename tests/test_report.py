@@ -206,12 +206,17 @@ def test_every_number_says_how_it_was_obtained_and_unlike_numbers_are_not_ranked
     sg = section_rows(text, "SyntaxGym")
     assert "| beam | approximate (beam estimates of log p) | 10/3/1 | 2 suites (synthetic_number_" in sg["tg"]
     assert "| exact | exact | none | 2 suites" in sg["txl-terminals"] and "4 items" in sg["txl-terminals"]
-    # Exact surprisals against a joint model's beam estimates: the papers' comparison, ranked.
+    # Exact surprisals against a joint model's beam estimates: the papers' comparison, ranked, in
+    # the table as in the comparisons (one rule).
+    table = text.split("## SyntaxGym\n")[1].split("\n## ")[0]
+    assert "as the papers compare models: exact surprisals of words-only models beside the beam " in table
+    assert "Not evaluated alike" not in table
     rows = {tuple(c.strip() for c in line.split("|")[1:3]): line for line in text.splitlines()}
     verdict = rows[("txl-terminals", "agreement")].rstrip(" |").rsplit("|", 1)[1].strip()
     assert verdict in ("ahead", "behind", "no difference"), verdict
     figure = text.split("## Perplexity and SG score\n")[1]
-    assert "The SG scores here were evaluated alike" not in figure and "- method: tg gold," in figure
+    assert "The SG scores here differ only in method, as the papers compare models" in figure
+    assert "- method: tg gold," in figure  # the perplexities: a bound beside an exact one, not ranked
 
 
 def write_record(path, kind, result, options=None, inputs=None):
@@ -275,6 +280,26 @@ def test_seeds_evaluated_differently_are_not_averaged_and_beams_and_subsets_are_
     assert text.count("**Not evaluated alike, so not ranked.**") == 2
 
 
+def test_an_unreliable_estimate_is_flagged_and_the_bounds_its_file_carries_are_rows(tmp_path):
+    """An importance-sampling perplexity above the beam's proven bound: the row says unreliable and
+    the warning is under the table; the beam's bound and the proposals' sum are rows of their own."""
+    beam = {"action_beam": 100, "word_beam": 10, "fast_track": 5}
+    estimate = perplexity_result(1620.0, 4) | {"warnings": ["unreliable: the estimate 1620.00 is above"]}
+    estimate["marginalisation"] = {"method": "importance-sampling"}
+    estimate["beam"] = perplexity_result(840.0, 4, "beam", **beam)
+    estimate["proposal_bound"] = perplexity_result(900.0, 4)
+    estimate["proposal_bound"]["marginalisation"] = {"method": "proposals"}
+    write_record(tmp_path / "tg" / "ppl.json", "perplexity", estimate)
+    (tmp_path / "tg" / "config.json").write_text(json.dumps({"model": "tg", "seed": 0}))
+    text = make_report([tmp_path / "tg"], tmp_path / "r").read_text()
+    ppl = section_rows(text, "Perplexity")
+    assert set(ppl) == {"tg (importance-sampling)", "tg (beam)", "tg (proposals)"}
+    assert "| 1620 |" in ppl["tg (importance-sampling)"] and "| unreliable estimate (" in ppl["tg (importance-sampling)"]
+    assert "| 840 |" in ppl["tg (beam)"] and "| 100/10/5 |" in ppl["tg (beam)"]
+    assert "| 900 |" in ppl["tg (proposals)"] and "upper bound (proposal trees" in ppl["tg (proposals)"]
+    assert "- **tg (importance-sampling) is unreliable:** unreliable: the estimate 1620.00 is above" in text
+
+
 def test_sg_comparisons_need_the_same_beam_and_a_recorded_method(tmp_path):
     outcomes = {"synthetic_number_prep": [1] * 18 + [0] * 2}
     base = {"synthetic_number_prep": [1] * 2 + [0] * 18}
@@ -286,6 +311,8 @@ def test_sg_comparisons_need_the_same_beam_and_a_recorded_method(tmp_path):
     text = make_report([tmp_path / "plm", tmp_path / "tg", tmp_path / "old"], tmp_path / "r").read_text()
     assert "(method: tg beam 10/3/1; plm beam 100/10/5)" in text
     assert "(method: old not recorded; plm beam 100/10/5)" in text
+    table = text.split("## SyntaxGym\n")[1].split("\n## ")[0]
+    assert "**Not evaluated alike, so not ranked.**" in table and "as the papers compare" not in table
     assert not [words for words in NO_VERDICT if words in text]
 
 

@@ -19,7 +19,14 @@ from syntaxlm.cli import app
 from syntaxlm.data.synthetic import SyntheticTreebank
 from syntaxlm.errors import SyntaxlmError, TreeError
 from syntaxlm.inference import proposal_scores, rerank
-from syntaxlm.inference.importance import ProposalDraw, importance_perplexity, sentence_estimate, with_draws
+from syntaxlm.inference.importance import (
+    ImportanceResult,
+    ProposalDraw,
+    importance_perplexity,
+    reliability_warnings,
+    sentence_estimate,
+    with_draws,
+)
 from syntaxlm.inference.marginal import NO_POS_TAGS_HEADER, gold_scores
 from syntaxlm.models import build_model, load_model, model_class, model_config
 from syntaxlm.models.decoding import Decoder
@@ -356,6 +363,27 @@ def test_the_estimate_is_unbiased_for_p_of_x():
     assert np.mean(estimates) == pytest.approx(0.76, rel=0.03)  # 4,000 draws: s.e. about 1%
 
 
+def importance_result(per_word: float, effective: float, samples: int = 300):
+    total = -math.log(per_word) * 100
+    return ImportanceResult(
+        total_logprob=total, n_words=100, n_sentences=10, samples=samples, standard_error=0.1,
+        group_perplexities=[per_word] * 5, mean_unique=samples / 2, mean_effective_samples=effective,
+        mean_proposals=samples, mean_draws=samples, sentence_logprobs=[total / 10] * 10,
+    )  # fmt: skip
+
+
+def test_an_estimate_on_few_effective_samples_or_above_a_proven_bound_is_flagged():
+    bounds = {"beam marginal": 840.0, "sum over 300 different trees": 900.0}
+    assert reliability_warnings(importance_result(800.0, effective=120.0), bounds) == []
+    few = reliability_warnings(importance_result(800.0, effective=1.2, samples=20), bounds)
+    assert len(few) == 1 and few[0].startswith("few effective samples: 1.2 per sentence on average of 20")
+    assert reliability_warnings(importance_result(800.0, effective=14.0), bounds)  # under 5% of 300
+    above = reliability_warnings(importance_result(1620.0, effective=120.0), bounds)
+    assert len(above) == 1 and above[0].startswith("unreliable: the estimate 1620.00 is above a proven upper")
+    assert "beam marginal 840.00, sum over 300 different trees 900.00" in above[0]
+    assert "at most 840.00 (beam marginal)" in above[0]
+
+
 class OracleDecoder(Decoder):
     """Puts probability 1 − ε on the next token of ``gold`` after a prefix of ``gold``, the rest
     evenly: a joint model whose best tree is the gold one."""
@@ -429,6 +457,9 @@ def test_proposal_perplexity_from_the_command_line(tg, parser, corpus, tmp_path)
         assert math.isfinite(record[key]) and math.isfinite(record["proposal_bound"][key])
         assert math.isfinite(record["beam"][key])
     assert record["beam"]["marginalisation"]["renormalised"] is False
+    # Ten draws cannot give ten effective samples unless the parser were the model's posterior.
+    assert any(w.startswith("few effective samples") for w in record["warnings"])
+    assert "warning: few effective samples: " in result.output
 
 
 def test_evaluating_a_saved_parser_scores_its_best_trees(parser, corpus, tmp_path):

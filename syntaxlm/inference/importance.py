@@ -24,12 +24,18 @@ the importance sample's unique trees). They are reported side by side, with the 
 sample draws, from independent groups of each sentence's draws (its docstring). The effective sample size of each sentence,
 ``(Σ w)² / Σ w²`` with ``w_i = p(x, y_i) / q(y_i | x)``, says how far ``q`` is from the model's
 posterior (``N`` when they agree).
+
+An estimate can be unreliable, and ``reliability_warnings`` says when: few effective samples
+(the estimate rests on a handful of draws), or a perplexity above a proven upper bound (the
+sum over the proposal trees or the beam's marginal, lower bounds on ``p(x)``): the model's
+perplexity is at most that bound, so an estimate above it is certainly too high, which happens
+when the parser rarely proposes the trees the model finds likely.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +47,10 @@ from syntaxlm.inference.sentences import SentenceScores
 from syntaxlm.trees.tree import Tree
 
 GROUPS = 5  # independent groups of each sentence's draws that give the spread over draws
+# Below this many effective samples per sentence on average (or this fraction of the draws), the
+# estimate rests on a few draws: flagged (``reliability_warnings``).
+FEW_EFFECTIVE_SAMPLES = 10
+FEW_EFFECTIVE_FRACTION = 0.05
 ESTIMATOR = (
     "importance sampling: log of 1/N sum_i p(x, y_i) / q(y_i | x) over N samples of the parser, "
     "duplicates kept (an unbiased estimate of p(x) over the parser's trees; its log is consistent)"
@@ -245,3 +255,27 @@ def importance_perplexity(scores: Sequence[SentenceScores], *, groups: int = GRO
         mean_draws=float(np.mean([score.details["proposal_set"]["draws"] for score in scores])),
         sentence_logprobs=[e["logprob"] for e in estimates],
     )
+
+
+def reliability_warnings(estimate: ImportanceResult, upper_bounds: Mapping[str, float]) -> list[str]:
+    """Why the perplexity of ``estimate`` cannot be trusted, one sentence each (none when it can):
+    too few effective samples per sentence, or a perplexity per word above one of ``upper_bounds``
+    (``name -> perplexity per word`` of the same sentences from a lower bound on ``p(x)``)."""
+    warnings = []
+    effective = estimate.mean_effective_samples
+    if effective < max(FEW_EFFECTIVE_SAMPLES, FEW_EFFECTIVE_FRACTION * estimate.samples):
+        warnings.append(
+            f"few effective samples: {effective:.1f} per sentence on average of {estimate.samples} drawn "
+            f"(fewer than {FEW_EFFECTIVE_SAMPLES} or {FEW_EFFECTIVE_FRACTION:.0%} of the draws); the "
+            "parser's proposals are far from the model's posterior and the estimate rests on a few draws"
+        )
+    above = {name: bound for name, bound in upper_bounds.items() if estimate.per_word > bound}
+    if above:
+        tightest = min(upper_bounds, key=upper_bounds.get)
+        named = ", ".join(f"{name} {bound:.2f}" for name, bound in above.items())
+        warnings.append(
+            f"unreliable: the estimate {estimate.per_word:.2f} is above a proven upper bound on the model's "
+            f"perplexity per word ({named}); the model's perplexity is at most {upper_bounds[tightest]:.2f} "
+            f"({tightest}), so the parser misses trees the model finds likely"
+        )
+    return warnings

@@ -8,7 +8,10 @@ bound: ``p(x, y_gold)`` and a beam's or proposals' sum over some trees are lower
 ``p(x)``, so their perplexities are upper bounds on the model's; exact is exact), the beam sizes,
 the subset evaluated (sentences, BLiMP-10% and paradigms, SyntaxGym suites and items) and the
 data's identity (its sha256). ``differences`` says what differs between the evaluations of
-several models; the report ranks nothing where anything does.
+several models, and ``ranked_together`` is the one rule for when their numbers may be ranked: when
+nothing differs, or, for accuracies (SyntaxGym, BLiMP), when words-only models' exact surprisals
+stand against joint models' estimates from one and the same beam, the papers' own comparison (a
+joint model has no exact p(x)). A perplexity's upper bound is never ranked against another number.
 """
 
 from __future__ import annotations
@@ -65,6 +68,29 @@ def differences(evaluations: Mapping[str, Evaluation]) -> list[str]:
         if len(set(values.values())) > 1:
             lines.append(f"{spec.name}: " + "; ".join(f"{k} {v}" for k, v in values.items()))
     return lines
+
+
+def scorings_ranked_together(scorings: Mapping[str, str]) -> bool:
+    """Whether accuracies scored as ``scorings`` (``label -> "exact"`` or ``"beam 100/10/5"``) may
+    be ranked: every estimate made alike, exact scores beside them (the papers' comparison)."""
+    if any(NOT_RECORDED in scoring for scoring in scorings.values()):
+        return False
+    return len({scoring for scoring in scorings.values() if scoring != "exact"}) <= 1
+
+
+def ranked_together(evaluations: Mapping[str, Evaluation]) -> bool:
+    """The one rule for ranking rows (``label -> Evaluation``): all evaluated alike, or accuracies
+    evaluated alike but for exact surprisals beside one beam's estimates (``scorings_ranked_together``)."""
+    if any(NOT_RECORDED in e.cells() for e in evaluations.values()):
+        return False
+    differ = {line.split(":", 1)[0] for line in differences(evaluations)}
+    if not differ:
+        return True
+    accuracies = all(
+        e.method in ACCURACY_BOUNDS and e.bound == ACCURACY_BOUNDS[e.method] for e in evaluations.values()
+    )
+    scorings = {label: e.method if e.beam == NO_BEAM else f"{e.method} {e.beam}" for label, e in evaluations.items()}
+    return accuracies and differ <= {"method", "bound", "beam"} and scorings_ranked_together(scorings)
 
 
 def is_result_file(path: Path) -> bool:
@@ -135,6 +161,8 @@ def _perplexity(record, result, options) -> Evaluation:
                 f", in {marginalisation['segment_length']}-token segments + "
                 f"{marginalisation['memory_length']} memory"
             )
+    if result.get("warnings"):
+        bound = f"unreliable {bound} (below the table)"
     name, identity = _input(record, "data")
     n_sentences, n_words = result.get("n_sentences"), result.get("n_words")
     subset = f"{n_sentences} sentences, {n_words} words" if n_sentences is not None else NOT_RECORDED

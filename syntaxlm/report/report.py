@@ -10,7 +10,9 @@ Every number carries how it was obtained (``report.evaluations``): its method, i
 beam and the subset, in the columns beside it, one table per kind of result and one row per model
 and evaluation. Where the rows of a table were not evaluated alike (another method, beam, subset
 or data), the table says what differs and that its numbers are not ranked; the SyntaxGym
-comparisons then give no verdict, and the perplexity-vs-SG figure names each point's method.
+comparisons then give no verdict, and the perplexity-vs-SG figure names each point's method. One
+rule decides (``evaluations.ranked_together``): accuracies from exact surprisals beside one beam's
+estimates are the papers' comparison, ranked in the tables and the comparisons alike.
 
 Numbers read per result kind:
 
@@ -21,7 +23,7 @@ Numbers read per result kind:
   suites present, plotted per model with 95% intervals and chance (TG Fig. 4). From the suites'
   per-item outcomes every model is compared with a baseline model, per group: the difference of
   accuracy with its paired bootstrap interval (``eval.intervals``), "ahead" or "behind" only when
-  that interval excludes 0 and both were evaluated alike;
+  that interval excludes 0 and both may be ranked together;
 - ``perplexity``: corpus perplexity per word (the end of sentence in the numerator, the words in
   the denominator: TG §3.1, Qian et al. §3.2.1) and per token (the end counted as a token: PTB
   LSTM LMs), each column labelled; with SG, a per-word-perplexity-vs-SG plot (structural guidance
@@ -57,7 +59,9 @@ from syntaxlm.report.evaluations import (
     differences,
     evaluation,
     is_result_file,
+    ranked_together,
     reading_times_evaluation,
+    scorings_ranked_together,
     suite_scoring,
     suites_evaluation,
 )
@@ -89,6 +93,8 @@ class Numbers:
     values: dict[str, float]
     evaluation: Evaluation
     model: str | None = None
+    warnings: tuple[str, ...] = ()  # why the numbers cannot be trusted (an estimate's diagnostics)
+    headline: bool = True  # False: a bound carried in another result's file, shown in its table only
 
 
 @dataclass
@@ -167,6 +173,8 @@ def read_run(folder: str | Path, *, read: Callable[[Path], dict[str, Any]] = rea
             run.suite_methods[suite] = suite_scoring(record)
         elif kind == "reading_times":
             run.numbers += reading_time_numbers(run, record)
+        elif kind == "perplexity":
+            run.numbers += perplexity_numbers(record)
         elif values := _metrics(kind, result):
             run.numbers.append(Numbers(kind, values, evaluation(record)))
     if suite_records:
@@ -184,6 +192,28 @@ def read_run(folder: str | Path, *, read: Callable[[Path], dict[str, Any]] = rea
                 by_group[group].append(accuracy)
         run.circuits = {group: statistics.mean(values) for group, values in by_group.items()}
     return run
+
+
+# The bounds a proposal parser's perplexity file carries beside its importance-sampling estimate.
+CARRIED_BOUNDS = ("proposal_bound", "beam")
+
+
+def perplexity_numbers(record: dict[str, Any]) -> list[Numbers]:
+    """The perplexities of a result file: its own, with the warnings recorded against it (an
+    importance-sampling estimate's), then the bounds it carries (``CARRIED_BOUNDS``), each a row
+    of its own with how it was obtained."""
+    result = record["result"]
+    numbers = [
+        Numbers("perplexity", _metrics("perplexity", result), evaluation(record),
+                warnings=tuple(result.get("warnings") or ()))
+    ]  # fmt: skip
+    for key in CARRIED_BOUNDS:
+        if isinstance(result.get(key), dict):
+            carried = {**record, "result": result[key]}
+            numbers.append(
+                Numbers("perplexity", _metrics("perplexity", result[key]), evaluation(carried), headline=False)
+            )
+    return numbers
 
 
 def reading_time_numbers(run: Run, record: dict[str, Any]) -> list[Numbers]:
@@ -292,12 +322,8 @@ def sg_comparisons(by_model: dict[str, list[Run]], baseline: str) -> list[Compar
                 model: _suites_method(runs, suites),
                 baseline: _suites_method(by_model[baseline], suites),
             }
-            # A words-only model's exact surprisals against a joint model's beam estimates is how the
-            # papers compare them (a joint model has no exact p(x)): labelled, and ranked. Two
-            # estimates made differently (other beams), or unrecorded ones, are not.
-            estimates = {method for method in methods.values() if method != "exact"}
             not_alike = ()
-            if len(estimates) > 1 or any(NOT_RECORDED in m for m in methods.values()):
+            if not scorings_ranked_together(methods):
                 not_alike = ("method: " + "; ".join(f"{name} {method}" for name, method in methods.items()),)
             comparisons.append(
                 Comparison(
@@ -452,6 +478,14 @@ def not_alike_lines(evaluations: dict[str, Evaluation], what: str) -> list[str]:
         data = next(iter(evaluations.values())).data
         on = f", data {data}" if data else ""
         return [f"The {what} here were evaluated alike (method, bound, beam, subset{on}).", ""]
+    if ranked_together(evaluations):
+        beam = next(e.beam for e in evaluations.values() if e.method != "exact")
+        return [
+            f"The {what} here differ only in method, as the papers compare models: "
+            f"exact surprisals of words-only models beside the beam estimates ({beam}) of joint models, "
+            "which have no exact p(x); ranked, each row naming its method.",
+            "",
+        ]
     if not differ:
         return [
             f"**Not ranked:** the files of {', '.join(unknown)} do not record how their {what} were "
@@ -477,11 +511,14 @@ def number_tables(models: list[str], by_model: dict[str, list[Run]]) -> list[str
     lines = []
     for kind, title in SECTIONS.items():
         rows: dict[tuple[str, Evaluation], list[dict[str, float]]] = defaultdict(list)
+        warnings: dict[tuple[str, Evaluation], list[str]] = defaultdict(list)
         for model in models:
             for run in by_model[model]:
                 for numbers in run.numbers:
                     if numbers.kind == kind:
-                        rows[numbers.model or model, numbers.evaluation].append(numbers.values)
+                        row = numbers.model or model, numbers.evaluation
+                        rows[row].append(numbers.values)
+                        warnings[row] += [w for w in numbers.warnings if w not in warnings[row]]
         if not rows:
             continue
         names = list(dict.fromkeys(name for runs in rows.values() for values in runs for name in values))
@@ -496,8 +533,15 @@ def number_tables(models: list[str], by_model: dict[str, list[Run]]) -> list[str
             cells = [_cell([values[name] for values in runs if name in values]) for name in names]
             lines.append(f"| {label} | " + " | ".join([*cells, *how.cells()]) + " |")
         lines.append("")
+        lines += warning_lines(dict(zip(labels, (warnings[row] for row in rows))))
         lines += not_alike_lines(dict(zip(labels, (how for _, how in rows))), "numbers")
     return lines
+
+
+def warning_lines(warnings: dict[str, list[str]]) -> list[str]:
+    """Under a table, what makes a row's numbers untrustworthy (``label -> warnings``), one line each."""
+    lines = [f"- **{label} is unreliable:** {warning}" for label, given in warnings.items() for warning in given]
+    return lines + [""] if lines else []
 
 
 def _perplexity_vs_sg(
@@ -516,7 +560,7 @@ def _perplexity_vs_sg(
         for run in by_model[model]:
             sg = run.value("syntaxgym", sg_label)
             for numbers in run.numbers if sg else ():
-                if numbers.kind == "perplexity" and PERPLEXITY_PER_WORD in numbers.values:
+                if numbers.kind == "perplexity" and numbers.headline and PERPLEXITY_PER_WORD in numbers.values:
                     pairs[model, numbers.evaluation].append((numbers.values[PERPLEXITY_PER_WORD], sg[0]))
                     sg_evaluations.setdefault((model, numbers.evaluation), sg[1])
     if not pairs:

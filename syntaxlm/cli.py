@@ -831,7 +831,7 @@ def eval_sg(
         from syntaxlm.eval.syntaxgym import load_suite
 
         sentences = [text.split() for path in paths for _, _, text in load_suite(path).sentences()]
-        _estimate_before(scorer, sentences)
+        _estimate_before(scorer, sentences, limit=SUITES_HINT)
     options = {"method": scorer.method} | beam_options(scorer)
     inputs = {"model": model / "model.safetensors"}
     results = {}
@@ -1355,7 +1355,8 @@ def eval_rt(
             corpus, model, stories=chosen, predictors=predictor or (), method=method.value,
             beam=BeamSettings(action_beam, word_beam, fast_track), context=context, rt_range=(low, high),
             spillover=spillover, folds=folds, seed=seed, keep_unknown=keep_unknown, perplexities=perplexity,
-            batch_size=batch_size, progress=progress, on_scorer=_estimate_before,
+            batch_size=batch_size, progress=progress,
+            on_scorer=functools.partial(_estimate_before, limit=STORIES_HINT),
         )  # fmt: skip
     if out is not None:
         written = write_reading_times(evaluation, out)
@@ -1508,26 +1509,32 @@ def _scorer(
     return Scorer(loaded, method=method, beam=BeamSettings(action_beam, word_beam, fast_track), **options)
 
 
-def _estimate_teller(sentences: list[list[str]], beam=None):
+LIMIT_HINT = "--limit N to score the first N only"  # how the commands with --limit score less
+SUITES_HINT = "fewer suites per command (each suite's result is written as it is scored: --out)"
+STORIES_HINT = "fewer stories (--stories 1,2)"
+
+
+def _estimate_teller(sentences: list[list[str]], beam=None, limit: str | None = LIMIT_HINT):
     """An ``on_estimate`` for scoring ``sentences`` with a joint model: says on stderr how long the
     whole will take, and for long work how to shorten it (``inference.estimate``); ``beam``: the
-    beam search's settings when it is the method."""
+    beam search's settings when it is the method; ``limit``: how the command scores less."""
     from syntaxlm.inference.estimate import estimate_message
 
     words = sum(map(len, sentences))
 
     def tell(estimate) -> None:
-        message = estimate_message(estimate, sentences=len(sentences), words=words, beam=beam)
+        message = estimate_message(estimate, sentences=len(sentences), words=words, beam=beam, limit=limit)
         if message is not None:
             typer.secho(message, err=True, fg=typer.colors.YELLOW)
 
     return tell
 
 
-def _estimate_before(scorer, sentences: list[list[str]]) -> None:
+def _estimate_before(scorer, sentences: list[list[str]], limit: str | None = LIMIT_HINT) -> None:
     """Have ``scorer``, when its model is joint, say how long scoring ``sentences`` will take."""
     if scorer.joint:
-        scorer.on_estimate = _estimate_teller(sentences, scorer.beam if scorer.method == "beam" else None)
+        beam = scorer.beam if scorer.method == "beam" else None
+        scorer.on_estimate = _estimate_teller(sentences, beam, limit)
 
 
 def _sentences_to_score(

@@ -56,12 +56,15 @@ def test_timed_first_scores_everything_in_order_and_reports_once():
     assert told == []
 
 
+LIMIT = "--limit N to score the first N only"
+
+
 def test_the_message_says_how_long_and_how_to_shorten_long_work():
     pace = InferenceEstimate(sentences=2, words=20, seconds=2.0)  # 0.1 s a word
-    assert estimate_message(pace, sentences=10, words=50, beam=PAPER_BEAM) is None  # 5 s: nothing
-    medium = estimate_message(pace, sentences=40, words=300, beam=PAPER_BEAM)
+    assert estimate_message(pace, sentences=10, words=50, beam=PAPER_BEAM, limit=LIMIT) is None  # 5 s
+    medium = estimate_message(pace, sentences=40, words=300, beam=PAPER_BEAM, limit=LIMIT)
     assert medium == "estimate: about 30 s for 40 sentences (300 words), from the first 2 (20 words in 2.0 s)"
-    long = estimate_message(pace, sentences=400, words=3000, beam=PAPER_BEAM)
+    long = estimate_message(pace, sentences=400, words=3000, beam=PAPER_BEAM, limit=LIMIT)
     assert long.startswith("estimate: about 5 min for 400 sentences (3000 words)")
     assert (
         "to make it shorter: a smaller beam (--action-beam 10 --word-beam 3 --fast-track 1, the "
@@ -69,8 +72,12 @@ def test_the_message_says_how_long_and_how_to_shorten_long_work():
     ) in long
     # not the beam search (gold trees), or a beam no wider than the quickstart's: only --limit
     for beam in (None, BeamSettings(10, 3, 1)):
-        message = estimate_message(pace, sentences=400, words=3000, beam=beam)
+        message = estimate_message(pace, sentences=400, words=3000, beam=beam, limit=LIMIT)
         assert message.endswith("; to make it shorter: --limit N to score the first N only")
+    # A command without --limit names its own way of scoring less, or none.
+    suites = estimate_message(pace, sentences=400, words=3000, beam=None, limit="fewer suites per command")
+    assert suites.endswith("; to make it shorter: fewer suites per command") and "--limit" not in suites
+    assert "shorter" not in estimate_message(pace, sentences=400, words=3000, beam=None, limit=None)
     assert [duration(s) for s in (4.2, 89, 91, 3600 + 5 * 60)] == ["4 s", "89 s", "2 min", "1 h 5 min"]
 
 

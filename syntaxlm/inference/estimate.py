@@ -65,11 +65,18 @@ def timed_first(
 
 
 def estimate_message(
-    estimate: InferenceEstimate, *, sentences: int, words: int, beam: BeamSettings | None
+    estimate: InferenceEstimate,
+    *,
+    sentences: int,
+    words: int,
+    beam: BeamSettings | None,
+    limit: str | None,
 ) -> str | None:
     """What to tell a user about to score ``sentences`` sentences of ``words`` words at the pace
     of ``estimate`` (None for short work); for long work, how to make it shorter: the quickstart's
-    beam when ``beam`` (the beam search's settings, None for other methods) is wider, and --limit."""
+    beam when ``beam`` (the beam search's settings, None for other methods) is wider, and ``limit``,
+    how the command at hand scores less (``"--limit N to score the first N only"``; None where it
+    has no such option)."""
     seconds = estimate.seconds_for(words)
     if seconds < SAY_AFTER_SECONDS:
         return None
@@ -79,7 +86,7 @@ def estimate_message(
     )
     if seconds <= LONG_SECONDS:
         return message
-    shorter = ["--limit N to score the first N only"]
+    shorter = [limit] if limit is not None else []
     if beam is not None and beam.action_beam > QUICKSTART_BEAM.action_beam:
         small = QUICKSTART_BEAM
         shorter.insert(
@@ -88,7 +95,7 @@ def estimate_message(
             f"--fast-track {small.fast_track}, the quickstart's; this one is {beam.action_beam}/"
             f"{beam.word_beam}/{beam.fast_track})",
         )
-    return f"{message}; to make it shorter: {', or '.join(shorter)}"
+    return f"{message}; to make it shorter: {', or '.join(shorter)}" if shorter else message
 
 
 def duration(seconds: float) -> str:

@@ -89,7 +89,9 @@ def ranked_together(evaluations: Mapping[str, Evaluation]) -> bool:
     accuracies = all(
         e.method in ACCURACY_BOUNDS and e.bound == ACCURACY_BOUNDS[e.method] for e in evaluations.values()
     )
-    scorings = {label: e.method if e.beam == NO_BEAM else f"{e.method} {e.beam}" for label, e in evaluations.items()}
+    scorings = {
+        label: e.method if e.beam == NO_BEAM else f"{e.method} {e.beam}" for label, e in evaluations.items()
+    }
     return accuracies and differ <= {"method", "bound", "beam"} and scorings_ranked_together(scorings)
 
 

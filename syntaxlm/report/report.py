@@ -210,9 +210,8 @@ def perplexity_numbers(record: dict[str, Any]) -> list[Numbers]:
     for key in CARRIED_BOUNDS:
         if isinstance(result.get(key), dict):
             carried = {**record, "result": result[key]}
-            numbers.append(
-                Numbers("perplexity", _metrics("perplexity", result[key]), evaluation(carried), headline=False)
-            )
+            values = _metrics("perplexity", result[key])
+            numbers.append(Numbers("perplexity", values, evaluation(carried), headline=False))
     return numbers
 
 
@@ -540,7 +539,7 @@ def number_tables(models: list[str], by_model: dict[str, list[Run]]) -> list[str
 
 def warning_lines(warnings: dict[str, list[str]]) -> list[str]:
     """Under a table, what makes a row's numbers untrustworthy (``label -> warnings``), one line each."""
-    lines = [f"- **{label} is unreliable:** {warning}" for label, given in warnings.items() for warning in given]
+    lines = [f"- **{label} is unreliable:** {text}" for label, given in warnings.items() for text in given]
     return lines + [""] if lines else []
 
 
@@ -560,7 +559,8 @@ def _perplexity_vs_sg(
         for run in by_model[model]:
             sg = run.value("syntaxgym", sg_label)
             for numbers in run.numbers if sg else ():
-                if numbers.kind == "perplexity" and numbers.headline and PERPLEXITY_PER_WORD in numbers.values:
+                headline = numbers.kind == "perplexity" and numbers.headline
+                if headline and PERPLEXITY_PER_WORD in numbers.values:
                     pairs[model, numbers.evaluation].append((numbers.values[PERPLEXITY_PER_WORD], sg[0]))
                     sg_evaluations.setdefault((model, numbers.evaluation), sg[1])
     if not pairs:

@@ -427,32 +427,32 @@ class BlimpResult:
         return result
 
     def render(self, *, per_paradigm: bool = False) -> str:
-        """Accuracy (percent) per phenomenon and overall; ``per_paradigm`` adds each paradigm. With
+        """Accuracy (a fraction, as in the result file and the report) per phenomenon and overall,
+        with the paradigms and pairs each counts; ``per_paradigm`` adds each paradigm. With
         unknown-word counts, each line has the share of words the model does not know beside its
         accuracy, and a last line the pairs that differ in such a word."""
         width = max(len(name) for name in [*self.phenomena, *(p.paradigm for p in self.paradigms), "overall"])
-        counts: dict[str, int] = {}
-        for paradigm in self.paradigms:
-            counts[paradigm.phenomenon] = counts.get(paradigm.phenomenon, 0) + 1
         by_paradigm = self.unknown_words or {}
         by_phenomenon = self.phenomena_unknown_words or {}
         overall = self.overall_unknown_words
 
-        def row(name: str, n: int, accuracy: float, unknown: UnknownWords | None) -> str:
-            line = f"{name:<{width}}  {n:>9}  {100 * accuracy:8.2f}"
+        def row(name: str, members: list[ParadigmAccuracy], accuracy: float, unknown: UnknownWords | None) -> str:
+            pairs = sum(p.n_pairs for p in members)
+            line = f"{name:<{width}}  {len(members):>9}  {pairs:>6}  {accuracy:8.3f}"
             return line if unknown is None else line + f"  {100 * unknown.unknown_word_rate:12.2f}%"
 
-        header = f"{'phenomenon':<{width}}  paradigms  accuracy"
+        header = f"{'phenomenon':<{width}}  paradigms   pairs  accuracy"
         lines = [header + ("  unknown words" if overall is not None else "")]
         for name, accuracy in self.phenomena.items():
-            lines.append(row(name, counts[name], accuracy, by_phenomenon.get(name)))
+            members = [p for p in self.paradigms if p.phenomenon == name]
+            lines.append(row(name, members, accuracy, by_phenomenon.get(name)))
             if per_paradigm:
-                lines += [
-                    row(f"  {p.paradigm}", p.n_pairs, p.accuracy, by_paradigm.get(p.paradigm))
-                    for p in self.paradigms
-                    if p.phenomenon == name
-                ]
-        lines.append(row("overall", len(self.paradigms), self.overall, overall))
+                lines += [row(f"  {p.paradigm}", [p], p.accuracy, by_paradigm.get(p.paradigm)) for p in members]
+        lines.append(row("overall", self.paradigms, self.overall, overall))
+        lines.append(
+            "accuracy: the fraction of pairs with log p(good) > log p(bad), a phenomenon's and the overall "
+            "one the mean of their paradigms'; chance 0.5"
+        )
         if overall is not None:
             lines.append(
                 f"unknown words: {overall.n_unknown_words} of {overall.n_words} "

@@ -704,6 +704,7 @@ def test_the_summary_of_suites_pools_their_unknown_words():
     def result(unknown: int) -> dict:
         return {
             "accuracy_pred0": 0.5,
+            "chance_pred0": 0.25,
             "n_items": 4,
             "n_words": 100,
             "n_unknown_words": unknown,
@@ -721,11 +722,12 @@ def test_the_summary_of_suites_pools_their_unknown_words():
     assert pooled["sg_score_sets"]["hu2020"]["unknown_word_rate"] == 10 / 3100
     assert "qian2021" not in pooled["sg_score_sets"]  # fgd-embed3 and fgd-embed4 not scored
     text = format_suites_summary(summary)
-    assert re.search(r"number_src +0\.500 +10\.00%", text)
-    assert "(circuits: Agreement 0.500" in text and "; unknown words 0.32%" in text
+    assert re.search(r"number_src +4 +0\.500 +0\.250 +10\.00%", text)  # items, accuracy, chance
+    assert "(circuits: Agreement 0.500" in text and ", chance 0.250); unknown words 0.32%" in text
     assert "unknown words, all suites scored: 10 of 3100 (0.32%); 1 of 124 items have one" in text
     without = suites_summary({name: {"accuracy_pred0": 0.5} for name in HU_2020_SUITES})
     assert "unknown_words" not in without and "unknown" not in format_suites_summary(without)
+    assert re.search(r"number_src +- +0\.500 +-$", format_suites_summary(without), re.MULTILINE)
 
 
 # -- circuits and the SG score -------------------------------------------------------------------------------

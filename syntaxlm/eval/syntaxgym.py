@@ -1186,11 +1186,17 @@ def sg_scores(suite_accuracy: Mapping[str, float]) -> dict[str, Any]:
 def suites_summary(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Several suites' results (suite name → ``SuiteResult.to_json()``, with the unknown-word
     counts of ``suite_unknown_words`` where a model scored them) summed up: ``suites``, each
-    suite's accuracy (prediction 0); ``sg_scores`` (``sg_scores``); and, when every result counts
+    suite's accuracy (prediction 0), with its ``n_items`` and ``chance`` (``chance_pred0``, None
+    where a result lacks it); ``sg_scores`` (``sg_scores``); and, when every result counts
     unknown words, ``unknown_word_rates`` per suite and ``unknown_words``, the counts pooled over
     all suites and (``sg_score_sets``) over the suites of each SG score set, when all were scored."""
     accuracy = {name: result["accuracy_pred0"] for name, result in results.items()}
-    summary: dict[str, Any] = {"suites": accuracy, "sg_scores": sg_scores(accuracy)}
+    summary: dict[str, Any] = {
+        "suites": accuracy,
+        "n_items": {name: result.get("n_items") for name, result in results.items()},
+        "chance": {name: result.get("chance_pred0") for name, result in results.items()},
+        "sg_scores": sg_scores(accuracy),
+    }
     pooled = pooled_unknown_words(list(results.values()))
     if pooled is not None:
         summary["unknown_word_rates"] = {name: r["unknown_word_rate"] for name, r in results.items()}
@@ -1205,25 +1211,31 @@ def suites_summary(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def format_suites_summary(summary: Mapping[str, Any]) -> str:
-    """Plain text of ``suites_summary``: each suite's accuracy (and unknown-word rate), then each
-    SG score with its circuits (and the unknown-word rate over its suites), then the unknown words
-    over all the suites."""
+    """Plain text of ``suites_summary``: each suite's items, accuracy and chance (and unknown-word
+    rate), then each SG score with its circuits and chance (and the unknown-word rate over its
+    suites), then the unknown words over all the suites."""
     rates = summary.get("unknown_word_rates")
     unknown = summary.get("unknown_words")
+    items, chance = summary.get("n_items") or {}, summary.get("chance") or {}
     width = max(32, *(len(name) for name in summary["suites"]))
-    header = f"{'suite':{width}s} accuracy" + ("  unknown words" if rates is not None else "")
+    header = f"{'suite':{width}s} items  accuracy  chance" + ("  unknown words" if rates is not None else "")
     lines = [header]
     for name, value in summary["suites"].items():
-        line = f"{name:{width}s} {value:8.3f}"
+        count, level = _or_dash(items.get(name), "d"), _or_dash(chance.get(name))
+        line = f"{name:{width}s} {count:>5}  {value:8.3f}  {level:>6}"
         if rates is not None:
             line += f"  {100 * rates[name]:12.2f}%"
         lines.append(line)
+    lines.append("accuracy: the share of items whose prediction 0 holds (the published convention)")
     for key, score in summary["sg_scores"].items():
         if score["mean_over_suites"] is None:
             lines.append(f"{score['label']}: incomplete ({len(score['missing_suites'])} suites missing)")
             continue
         circuits = ", ".join(f"{name} {c['mean_over_suites']:.3f}" for name, c in score["circuits"].items())
-        line = f"{score['label']}: {score['mean_over_suites']:.3f} (circuits: {circuits})"
+        members = [suite for circuit in score["circuits"].values() for suite in circuit["suites"]]
+        levels = [chance.get(suite) for suite in members]
+        at_chance = f", chance {_mean(levels):.3f}" if None not in levels else ""
+        line = f"{score['label']}: {score['mean_over_suites']:.3f} (circuits: {circuits}{at_chance})"
         if unknown is not None and key in unknown["sg_score_sets"]:
             line += f"; unknown words {100 * unknown['sg_score_sets'][key]['unknown_word_rate']:.2f}%"
         lines.append(line)
@@ -1235,6 +1247,11 @@ def format_suites_summary(summary: Mapping[str, Any]) -> str:
             "a region the predictions compare"
         )
     return "\n".join(lines)
+
+
+def _or_dash(value: float | None, spec: str = ".3f") -> str:
+    """``value`` formatted, or "-" where a result does not record it."""
+    return "-" if value is None else format(value, spec)
 
 
 def _mean(values: Sequence[float]) -> float:

@@ -2075,7 +2075,7 @@ def train_command(
             stopped = f"time budget of {run_config.train.max_minutes:g} minutes (train.max_minutes) spent"
         typer.echo(
             f"{result.steps} steps ({stopped}); "
-            f"best validation loss {best} nats/{result.model.target_unit} at step {result.best_step} "
+            f"best validation loss {best} {result.model.loss_unit} at step {result.best_step} "
             f"(model in {out / 'best'}); "
             f"last {last}; {result.baseline} baseline {result.baseline_valid_loss:.4f}"
         )

@@ -75,6 +75,7 @@ class TinyLM(SyntacticLM):
     """Embedding → dropout → tanh(linear) (+ the carried state) → softmax; an optional 2nd part."""
 
     config_class = TinyConfig
+    joint = False  # a words-only model registered without a card (``models.MODEL_CARDS``)
 
     def __init__(self, config: TinyConfig, vocabularies: dict[str, Any]):
         super().__init__(config, vocabularies)
@@ -837,6 +838,18 @@ def _plm_config(treebank, train_path: Path, on_problem: str):
     return run_config(values, where="test")
 
 
+def test_without_a_progress_bar_a_plain_line_says_the_step_and_time_left(
+    treebank, tiny, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setattr("syntaxlm.train.logs.PLAIN_PROGRESS_SECONDS", 0.0)  # a line every step
+    train(tiny_config(treebank, max_steps=3), tmp_path / "run", progress=False)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("train: step")]
+    assert [line.split(",")[0].split(" (")[0] for line in lines] == [f"train: step {k}/3" for k in (1, 2, 3)]
+    assert re.match(r"train: step 1/3 \(33%\), loss \d+\.\d{4}.*; \d+ s so far, about \d+ s left$", lines[0])
+    assert "left" not in lines[-1]  # the last step: nothing left
+    assert "note: a joint model" not in capsys.readouterr().out  # a words-only model's loss needs no note
+
+
 def test_data_problems_are_reported_with_counts_and_indices_before_training(treebank, tmp_path, capsys):
     path = _problem_treebank(treebank, tmp_path)
     with pytest.warns(UserWarning, match="skipped 1 of"):  # the model's own warning, as before
@@ -851,6 +864,9 @@ def test_data_problems_are_reported_with_counts_and_indices_before_training(tree
     assert "1 longer than max_length 160 positions; dropped (too_long): sentences 5" in out
     assert "1 with nonterminals missing from the vocabulary (unknown_nonterminal): sentences 7" in out
     assert out.index("data.train") < out.index("step 2: validation loss")  # before training
+    # A joint model's loss is per token of words and actions, and the log says so.
+    assert "step 2: validation loss " in out and " nats/token (words and tree actions) (perplexity" in out
+    assert "note: a joint model's validation loss is per token of its words and its tree's actions" in out
     record = json.loads((tmp_path / "run" / "training.json").read_text())
     assert record["result"]["data_problems"]["train"]["too_long"]["first"] == [5]
 

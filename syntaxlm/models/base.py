@@ -268,6 +268,16 @@ class TrainedModel(nn.Module, ABC):
     validation_part: ClassVar[str] = "lm"
     target_unit: ClassVar[str] = "token"
 
+    @property
+    def loss_unit(self) -> str:
+        """The unit of the validation loss, as the trainer prints it."""
+        return f"nats/{self.target_unit}"
+
+    @property
+    def loss_note(self) -> str | None:
+        """What a reader of the validation loss must know to compare it with other models', if anything."""
+        return None
+
     def baseline_loss(self, train: RowCorpus, valid: RowCorpus) -> tuple[str, float]:
         """A validation loss every trained model must beat clearly, and what it is: for language
         models, the add-one-smoothed unigram distribution of the training targets."""
@@ -341,6 +351,13 @@ class TrainedModel(nn.Module, ABC):
                 "weights do not fit the model its config describes: " + "; ".join(problems), path=source
             )
         self.load_state_dict(tensors)
+
+
+JOINT_LOSS_NOTE = (
+    "a joint model's validation loss is per token of its words and its tree's actions (the actions are "
+    "easy to predict), so it is lower than a words-only model's without being better: compare models "
+    "by perplexity per word (syntaxlm eval ppl)"
+)
 
 
 class SyntacticLM(TrainedModel):
@@ -435,6 +452,16 @@ class SyntacticLM(TrainedModel):
         """Whether this is a joint model of words and trees, ``p(x, y)``: it reads trees, and its
         word probabilities marginalise over them (``syntaxlm.inference``)."""
         return self.card.joint
+
+    @property
+    def loss_unit(self) -> str:
+        """A joint model's targets are its words and its tree's actions: its loss per token is not
+        a words-only model's (``loss_note``)."""
+        return f"{super().loss_unit} (words and tree actions)" if self.joint else super().loss_unit
+
+    @property
+    def loss_note(self) -> str | None:
+        return JOINT_LOSS_NOTE if self.joint else None
 
     def structure_mask(self, tree: Any) -> Any:
         """The attention mask this model's structure makes for ``tree``, as ``structure/`` builds it:

@@ -1,17 +1,21 @@
 """What a training run shows and records: ``log.csv``, TensorBoard events (when the ``tensorboard``
-package is installed) and a progress bar with the loss, tokens per second and the time left."""
+package is installed) and a progress bar with the loss, tokens per second and the time left;
+without the bar (``progress=False``: logs, batch jobs), a plain line with the same every
+``PLAIN_PROGRESS_SECONDS``."""
 
 from __future__ import annotations
 
 import csv
 import math
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
 LOG_FILE = "log.csv"
+PLAIN_PROGRESS_SECONDS = 60.0
 COLUMNS = (
     "step",
     "epoch",
@@ -70,6 +74,8 @@ class RunLog:
         self._writer = None
         self._tensorboard = None
         self._bar = None
+        self._start_step, self._step, self._total_steps = start_step, start_step, total_steps
+        self._started = self._last_line = time.monotonic()
         if not enabled:
             return
         path = self.folder / LOG_FILE
@@ -100,7 +106,12 @@ class RunLog:
             self._tensorboard.flush()
 
     def advance(self, steps: int, *, loss: float | None = None, tokens_per_s: float | None = None) -> None:
+        """``steps`` more taken: the bar moves, or without one a plain line now and then."""
+        self._step += steps
         if self._bar is None:
+            if self.enabled and time.monotonic() - self._last_line >= PLAIN_PROGRESS_SECONDS:
+                self._last_line = time.monotonic()
+                print(self._plain_line(loss, tokens_per_s), flush=True)
             return
         postfix = {}
         if loss is not None:
@@ -110,6 +121,21 @@ class RunLog:
         if postfix:
             self._bar.set_postfix(postfix, refresh=False)
         self._bar.update(steps)
+
+    def _plain_line(self, loss: float | None, tokens_per_s: float | None) -> str:
+        """``train: step 120/2400 (5%), loss 3.2104, 930 tok/s; 2 min so far, about 38 min left``."""
+        done = self._step / max(self._total_steps, 1)
+        line = f"train: step {self._step}/{self._total_steps} ({done:.0%})"
+        if loss is not None:
+            line += f", loss {loss:.4f}"
+        if tokens_per_s is not None:
+            line += f", {tokens_per_s:.0f} tok/s"
+        elapsed = time.monotonic() - self._started
+        line += f"; {_minutes(elapsed)} so far"
+        taken = self._step - self._start_step  # in this process: a resumed run's pace is its own
+        if taken > 0 and self._step < self._total_steps:
+            line += f", about {_minutes(elapsed * (self._total_steps - self._step) / taken)} left"
+        return line
 
     def note(self, text: str) -> None:
         """A message printed above the progress bar (or plainly when there is none)."""
@@ -130,6 +156,10 @@ class RunLog:
         if self._csv is not None:
             self._csv.close()
             self._csv = None
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
 def _cell(value: Any) -> str:

@@ -794,9 +794,11 @@ class _Run:
             f"{self.device}"
         )
         log.note(
-            f"{baseline[0]} baseline validation loss {baseline[1]:.4f} nats/{self.model.target_unit} "
+            f"{baseline[0]} baseline validation loss {baseline[1]:.4f} {self.model.loss_unit} "
             f"(perplexity {math.exp(baseline[1]):.2f})"
         )
+        if self.model.loss_note is not None:
+            log.note(f"note: {self.model.loss_note}")
         for role, problems in data.problems.items():
             for line in problems.lines():
                 log.note(f"data.{role} {data.paths[role]}: {line}")
@@ -940,7 +942,7 @@ class _Run:
         else:
             state.bad_validations += 1
         self.log.note(
-            f"step {state.step}: validation loss {result['loss']:.4f} "
+            f"step {state.step}: validation loss {result['loss']:.4f} {self.model.loss_unit} "
             f"(perplexity {result['perplexity']:.2f}); "
             f"best {state.best_valid_loss:.4f} at step {state.best_step}"
         )

@@ -402,7 +402,7 @@ def test_a_fifo_among_the_result_files_is_not_read(tmp_path):
     try:
         messages: list[str] = []
         document = view_data([run], models=False, echo=messages.append)
-        with pytest.raises(InputFormatError, match=r"a\.json: not a folder or a file"):
+        with pytest.raises(InputFormatError, match=r"a\.json: not a regular file; expected a result file"):
             view_data([fifo], models=False)
         with pytest.raises(InputFormatError, match=r"a\.json: not a regular file; expected a result file"):
             read_result(fifo)
@@ -453,6 +453,115 @@ def test_ctrl_c_leaves_the_page_as_it_was(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().err == kept
     assert out.read_text() == "the page before"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["page.html", "run"]  # no temporary file left
+
+
+# --- runs as they are given: folders, result files, suites named by relative paths ---------------------
+
+MANY_ITEMS = 40
+
+
+def many_items(folder: Path, project: Path) -> list[Path]:
+    """Two run folders (tg, txl-terminals) under ``project`` scoring a suite ``many`` of
+    ``MANY_ITEMS`` items (the fixture's first suite's first item, renumbered; tg passing every
+    third), their result files naming the suite by a path relative to ``project``, as ``eval sg``
+    run there with a relative path wrote them before paths were recorded absolute."""
+    first = sorted((folder / "runs" / "tg" / "results" / "sg").glob("*.json"))[0]
+    suite = json.loads(Path(read_result(first)["inputs"]["suite"]["path"]).read_text())
+    suite["meta"]["name"] = "many"
+    suite["items"] = [suite["items"][0] | {"item_number": k} for k in range(1, MANY_ITEMS + 1)]
+    (project / "data" / "suites").mkdir(parents=True)
+    (project / "data" / "suites" / "many.json").write_text(json.dumps(suite))
+    given = []
+    for name in ("tg", "txl-terminals"):
+        record = read_result(folder / "runs" / name / "results" / "sg" / first.name)
+        item = record["result"]["items"][0]
+        record["result"] |= {
+            "suite": "many",
+            "n_items": MANY_ITEMS,
+            "items": [
+                item | {"item_number": k, "results": [k % 3 == 0 or name != "tg"]}
+                for k in range(1, MANY_ITEMS + 1)
+            ],
+        }
+        record["inputs"]["suite"]["path"] = "data/suites/many.json"
+        run = project / "runs" / name
+        (run / "results" / "sg").mkdir(parents=True)
+        (run / "results" / "sg" / "many.json").write_text(json.dumps(record))
+        (run / "config.json").write_text(json.dumps({"model": name}))
+        given.append(run)
+    return given
+
+
+def test_a_suite_named_by_a_relative_path_is_found_from_another_directory(runs, tmp_path, monkeypatch):
+    """Was: a page built in another directory than the evaluation's had empty region rows and
+    headers "region 1…8", and said nothing. A relative path is looked for from the working
+    directory, then from each folder above the result file; a suite not found is said, naming the
+    file, on the page and in the messages."""
+    project = tmp_path / "project"
+    given = many_items(runs[0], project)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    suite = view_data(given, models=False)["syntaxgym"][0]
+    source = load_suite(project / "data" / "suites" / "many.json")
+    assert suite["suite_file"] == str(project / "data" / "suites" / "many.json") and suite["notes"] == []
+    assert suite["region_names"] == list(source.region_names)
+    assert suite["items"][0]["regions"] == {c: list(r) for c, r in source.items[0].regions.items()}
+    named_by = given[0] / "results" / "sg" / "many.json"
+    record = read_result(named_by)
+    record["inputs"]["suite"]["path"] = "gone/many.json"
+    named_by.write_text(json.dumps(record))
+    messages: list[str] = []
+    suite = view_data(given[:1], models=False, echo=messages.append)["syntaxgym"][0]
+    why = "not there (looked for from the working directory and each folder above the file naming it)"
+    what = f"the suite named by {named_by} (inputs.suite.path)"
+    assert messages == [f"warning: refused gone/many.json: {what}: {why}"]
+    assert suite["notes"] == [
+        f"The suite file gone/many.json named by {named_by} was not read: {why}.",
+        "Its regions are shown by number, without their names and texts.",
+    ]
+    assert suite["region_names"] == [None] * len(source.region_names) and suite["items"][0]["regions"] == {}
+
+
+def test_result_files_of_one_model_given_alone_are_one_run(runs):
+    """Was: two result files of one model became two runs, "tg (perplexity.json)" and
+    "tg (x.json)"."""
+    folder, _ = runs
+    tg = folder / "runs" / "tg" / "results"
+    prpn = folder / "runs" / "prpn" / "results" / "perplexity.json"
+    files = [tg / "perplexity.json", *sorted((tg / "sg").glob("*.json")), prpn]
+    document = view_data(files, models=False)
+    assert [(run["name"], run["path"]) for run in document["runs"]] == [
+        ("tg", ", ".join(map(str, files[:-1]))),
+        ("prpn", str(files[-1])),
+    ]
+    assert document["runs"][0]["saved_model"] == str(folder / "runs" / "tg" / "best")
+    tables = {table["kind"]: table for table in document["tables"]}
+    assert [row["model"] for row in tables["perplexity"]["rows"]] == ["tg", "prpn"]
+    assert tables["syntaxgym"]["rows"][0]["numbers"]["SG suites scored"]["values"] == [2]
+
+
+def test_a_folder_that_is_no_run_is_an_error(tmp_path, monkeypatch, capsys):
+    """Was: an empty folder, or one holding no run, gave exit 0 and a page reading "No result
+    files were found"."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setattr(sys, "argv", ["syntaxlm", "view", str(empty), "--out", str(tmp_path / "page.html")])
+    with pytest.raises(SystemExit) as stopped:
+        cli.main()
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err == (
+        f"error: {empty}: no result file, saved model (best/) or config.json in this folder; expected a run "
+        "folder (syntaxlm train --out, the quickstart's runs/MODEL) holding result files (syntaxlm eval ... "
+        "--out), or result files\n"
+    )
+    assert not (tmp_path / "page.html").exists()
+    runs = tmp_path / "runs"
+    for name in ("lm", "tg"):
+        result_file(runs / name / "results" / "perplexity.json", "perplexity", PERPLEXITY)
+        (runs / name / "config.json").write_text(json.dumps({"model": name}))
+    expected = r"runs: a folder of run folders \(lm, tg\), not a run folder; expected the run folders"
+    with pytest.raises(InputFormatError, match=expected + r" themselves \(.*/runs/\*\)$"):
+        view_data([runs], models=False)
 
 
 # --- the page in a browser ------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ path a file names is looked for from the working directory, then from each folde
 from __future__ import annotations
 
 import math
+import os
 import stat
 import statistics
 import zlib
@@ -133,8 +134,10 @@ class Source:
     files_given: list[Path] = field(default_factory=list)
 
     def given(self) -> str:
-        """The path given, or the result files given for this run."""
-        return ", ".join(map(str, self.files_given)) if self.files_given else str(self.path)
+        """The path given, or how many result files were given for this run, and where."""
+        if not self.files_given:
+            return str(self.path)
+        return f"{len(self.files_given)} result files under {os.path.commonpath(self.files_given)}"
 
 
 RUN_CONFIG = fields(

@@ -7,6 +7,7 @@ import gzip
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -596,77 +597,200 @@ def browser():
     shutil.rmtree(profile, ignore_errors=True)
 
 
+def count(browser, *selectors):  # one round trip for several counts
+    return browser.execute_script(
+        "return arguments[0].map((s) => document.querySelectorAll(s).length)", list(selectors)
+    )
+
+
+def texts(browser, selector):
+    return browser.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0])).map((e) => e.textContent)", selector
+    )
+
+
+def show(browser, view):
+    from selenium.webdriver.common.by import By
+
+    browser.find_element(By.CSS_SELECTOR, f'#tabs button[data-view="{view}"]').click()
+    shown = browser.execute_script(
+        "return Array.from(document.querySelectorAll('main > section')).filter((s) => !s.hidden)"
+        ".map((s) => s.id)"
+    )
+    assert shown == [view]
+
+
+def choose(browser, select_id, value):  # as a person picks an option: the page hears a change
+    browser.execute_script(
+        "const s = document.getElementById(arguments[0]); s.value = arguments[1];"
+        "s.dispatchEvent(new Event('change'))",
+        select_id,
+        value,
+    )
+
+
+def no_severe_errors(browser):
+    assert [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"] == []
+
+
 def test_the_page_renders_and_answers_clicks_in_chromium(browser, runs, tmp_path):
     from matplotlib.image import imread
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    def count(*selectors):  # one round trip for several counts
-        return browser.execute_script(
-            "return arguments[0].map((s) => document.querySelectorAll(s).length)", list(selectors)
-        )
-
-    def texts(selector):
-        return browser.execute_script(
-            "return Array.from(document.querySelectorAll(arguments[0])).map((e) => e.textContent)", selector
-        )
-
-    def show(view):
-        browser.find_element(By.CSS_SELECTOR, f'#tabs button[data-view="{view}"]').click()
-        shown = browser.execute_script(
-            "return Array.from(document.querySelectorAll('main > section')).filter((s) => !s.hidden)"
-            ".map((s) => s.id)"
-        )
-        assert shown == [view]
-
-    def choose(select_id, value):  # as a person picks an option: the page hears a change
-        browser.execute_script(
-            "const s = document.getElementById(arguments[0]); s.value = arguments[1];"
-            "s.dispatchEvent(new Event('change'))",
-            select_id,
-            value,
-        )
-
     browser.get(Path(runs[1]).resolve().as_uri())
     document = embedded(runs)
     # The comparison: a table per kind of result, sortable by a click on a column.
-    assert count("#table-perplexity tbody tr", "#table-syntaxgym tbody tr") == [len(MODELS)] * 2
+    assert count(browser, "#table-perplexity tbody tr", "#table-syntaxgym tbody tr") == [len(MODELS)] * 2
     browser.find_element(By.CSS_SELECTOR, "#table-perplexity th:nth-child(2)").click()
-    values = [float(text) for text in texts("#table-perplexity tbody tr td:nth-child(2)")]
+    values = [float(text) for text in texts(browser, "#table-perplexity tbody tr td:nth-child(2)")]
     assert values == sorted(values) and len(values) == len(MODELS)
+    # Numbers of a column have one count of decimals, and the warning of a table is one box.
+    decimals = {len(text.partition(".")[2]) for text in texts(browser, "#table-perplexity td:nth-child(2)")}
+    assert len(decimals) == 1
+    assert count(browser, "#comparison .note")[0] == len([t for t in document["tables"] if t["notes"]])
     # SyntaxGym: suites, items, a filter (items where A passes and B fails) and an item's regions.
-    show("syntaxgym")
-    assert count("#sg-suites tbody tr", "#sg-items tbody tr") == [2, 4]
-    choose("sg-a", "tg")
-    choose("sg-b", "txl-terminals")
+    show(browser, "syntaxgym")
+    assert count(browser, "#sg-suites tbody tr", "#sg-items tbody tr") == [2, 4]
+    headers = texts(browser, "#sg-suites th")
+    assert "tgbeam 5/2/1" in headers and "txl-terminalsexact" in headers  # each model's method under it
+    choose(browser, "sg-a", "tg")
+    choose(browser, "sg-b", "txl-terminals")
     Select(browser.find_element(By.ID, "sg-outcome")).select_by_value("a_not_b")
     expected = sum(
         item["runs"]["tg"]["results"][0] and not item["runs"]["txl-terminals"]["results"][0]
         for suite in document["syntaxgym"]
         for item in suite["items"]
     )
-    assert count("#sg-items tbody tr") == [expected]
-    assert texts("#sg-count")[0].startswith(f"{expected} item")
-    choose("sg-outcome", "all")
+    assert count(browser, "#sg-items tbody tr") == [expected]
+    items = f"{expected} item{'' if expected == 1 else 's'}"
+    assert texts(browser, "#sg-count") == [f"{items} (tg passes, txl-terminals fails)"]
+    choose(browser, "sg-outcome", "all")
+    # A click on a suite keeps the suites' order: sorted by a model's accuracy, descending.
+    for _ in range(2):
+        browser.find_element(By.CSS_SELECTOR, "#sg-suites th:nth-child(2)").click()
+    order = texts(browser, "#sg-suites tbody td:first-child")
+    browser.find_element(By.CSS_SELECTOR, "#sg-suites tbody tr:nth-child(2)").click()
+    assert texts(browser, "#sg-suites tbody td:first-child") == order
+    assert count(browser, "#sg-items tbody tr") == [2]
+    assert count(browser, "#sg-suites th.sorted-down") == [1]
     browser.find_element(By.CSS_SELECTOR, "#sg-items tbody tr").click()
-    assert count("#sg-regions tr")[0] > 1 and "item" in texts("#sg-item-detail h3")[0]
+    assert count(browser, "#sg-regions tr")[0] > 1 and "item" in texts(browser, "#sg-item-detail h3")[0]
+    # Regions by number and name; those the formulas compare highlighted.
+    suite = next(s for s in document["syntaxgym"] if s["suite"] == order[1])
+    names = suite["region_names"]
+    critical = sorted({int(k) for p in suite["predictions"] for k in re.findall(r"\((\d+);", p)})
+    assert texts(browser, "#sg-regions th.critical") == [f"({k}) {names[k - 1]}" for k in critical]
+    assert texts(browser, "#sg-regions tr:first-child th")[2] == f"(1) {names[0]}"
     # Sentences: clicking one shows its words, surprisal bars and trees.
-    show("sentences")
+    show(browser, "sentences")
     browser.find_elements(By.CSS_SELECTOR, "#sentence-list li")[1].click()
-    assert texts("#sentence-title") == [" ".join(document["sentence_view"]["sentences"][1])]
-    captions = texts("#trees h3")
+    assert texts(browser, "#sentence-title") == [" ".join(document["sentence_view"]["sentences"][1])]
+    captions = texts(browser, "#trees h3")
     assert captions[0] == "gold tree" and any("best parse" in c for c in captions)
     assert any("induced tree" in c for c in captions)
-    assert count("#surprisal-chart rect", "svg.distances")[0] > 0
-    # Masks and attention of the selected sentence, for TG and PLM-mask.
-    show("attention")
+    assert count(browser, "#surprisal-chart rect", "svg.distances")[0] > 0
+    # Bars of equal width, whatever the words' lengths.
+    widths = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#surprisal-chart rect, svg.distances rect'))"
+        ".map((r) => r.closest('svg').classList.value + r.getAttribute('width'))"
+    )
+    assert len(set(widths)) == 2
+    # Masks and attention of the selected sentence, for TG and PLM-mask, side by side.
+    show(browser, "attention")
     assert browser.execute_script("return document.getElementById('att-sentence').value") == "1"
-    assert count("svg.heatmap") == [2]
-    choose("att-model", "plm-mask")
-    assert "(buffer)" in texts("#att-head")[0] and count("svg.heatmap") == [2]
-    errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
-    assert errors == []
+    assert count(browser, "svg.heatmap") == [2]
+    tops = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#heatmaps > .panel'))"
+        ".map((p) => p.getBoundingClientRect().top)"
+    )
+    assert tops[0] == tops[1]
+    # Every row label whole: none starts left of its map.
+    assert browser.execute_script(
+        "return Array.from(document.querySelectorAll('svg.heatmap text[text-anchor=end]'))"
+        ".every((t) => t.getBBox().x >= 0)"
+    )
+    choose(browser, "att-model", "plm-mask")
+    assert "(buffer)" in texts(browser, "#att-head")[0] and count(browser, "svg.heatmap") == [2]
+    no_severe_errors(browser)
     screenshot = tmp_path / "page.png"
     assert browser.save_screenshot(str(screenshot))
     pixels = (imread(screenshot)[..., :3] * 255).astype(np.uint8).reshape(-1, 3)
     assert len(np.unique(pixels, axis=0)) > 50  # text, tables and heat maps, not a blank page
+
+
+def fits(browser) -> bool:
+    """Whether the page is no wider than the window (nothing makes it scroll sideways)."""
+    return browser.execute_script(
+        "return document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+    )
+
+
+def test_in_a_narrow_window_charts_scroll_in_their_panels_not_the_page(browser, runs):
+    """Was: a 27-word sentence's charts and trees, and the heat maps, made an 800-pixel window
+    scroll sideways."""
+    from selenium.webdriver.common.by import By
+
+    browser.set_window_size(800, 900)
+    try:
+        browser.get(Path(runs[1]).resolve().as_uri())
+        for view in ("comparison", "syntaxgym", "sentences", "attention"):
+            show(browser, view)
+            if view == "syntaxgym":
+                browser.find_element(By.CSS_SELECTOR, "#sg-items tbody tr").click()
+            if view == "sentences":
+                browser.find_elements(By.CSS_SELECTOR, "#sentence-list li")[1].click()
+                assert len(texts(browser, "#sentence-title")[0].split()) == 27
+                assert browser.execute_script(  # the chart's scrolling box inside its panel
+                    "const right = (e) => e.getBoundingClientRect().right;"
+                    "return right(document.getElementById('surprisal-chart').parentNode)"
+                    "    <= right(document.getElementById('surprisal-panel'))"
+                )
+            assert fits(browser), view
+        no_severe_errors(browser)
+    finally:
+        browser.set_window_size(1280, 900)
+
+
+def test_a_page_built_elsewhere_shows_region_texts_and_clicks_keep_sort_and_scroll(
+    browser, runs, tmp_path, monkeypatch
+):
+    """Was: result files naming their suite by a relative path gave a page built in another
+    directory empty region rows; a click on an item redrew the items unsorted and scrolled back
+    to the top, the item chosen out of sight."""
+    project = tmp_path / "project"
+    given = many_items(runs[0], project)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    page = write_view(given, tmp_path / "many.html", models=False)
+    browser.get(page.as_uri())
+    show(browser, "syntaxgym")
+    for _ in range(2):  # by item number, descending
+        browser.execute_script("document.querySelector('#sg-items th:nth-child(2)').click()")
+    order = texts(browser, "#sg-items tbody td:nth-child(2)")
+    assert order == [str(k) for k in range(MANY_ITEMS, 0, -1)]
+    clicked = browser.execute_script(
+        "const box = document.getElementById('sg-item-box'); box.scrollTop = 400;"
+        "const row = Array.from(box.querySelectorAll('tbody tr')).find((r) => r.offsetTop >= 440);"
+        "row.click(); return row.children[1].textContent"
+    )
+    assert texts(browser, "#sg-items tbody td:nth-child(2)") == order
+    assert texts(browser, "#sg-items tr.selected td:nth-child(2)") == [clicked]
+    in_sight = browser.execute_script(
+        "const box = document.getElementById('sg-item-box').getBoundingClientRect();"
+        "const row = document.querySelector('#sg-items tr.selected').getBoundingClientRect();"
+        "const detail = document.getElementById('sg-item-detail').getBoundingClientRect();"
+        "return [document.getElementById('sg-item-box').scrollTop,"
+        "        row.top >= box.top && row.bottom <= box.bottom,"
+        "        detail.top < window.innerHeight && detail.bottom > 0]"
+    )
+    assert in_sight == [400, True, True]
+    assert texts(browser, "#sg-item-detail h3") == [f"many, item {clicked}"]
+    region_texts = texts(browser, "#sg-regions tr.region-text td:nth-child(3)")
+    assert region_texts and all(region_texts)  # the suite was found: each region's text is shown
+    # One model is filtered by its own outcome, never compared with itself.
+    browser.get(write_view(given[:1], tmp_path / "one.html", models=False).as_uri())
+    assert count(browser, "#sg-b") == [0]
+    assert texts(browser, "#sg-outcome option") == ["all items", "tg passes", "tg fails"]
+    no_severe_errors(browser)

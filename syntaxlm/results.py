@@ -1,9 +1,10 @@
 """Result files: every evaluation result is written with what produced it.
 
 A result file is JSON: ``{"kind", "result", "inputs", "options", "provenance"}`` where ``inputs``
-maps each input's role to its path and sha256, ``options`` holds the settings that change the
-numbers, and ``provenance`` the package version, the git commit of the code (when run from a
-checkout) and the time. Reports are made from these files, never from live objects.
+maps each input's role to its absolute path (a reader in another working directory finds it) and
+sha256, ``options`` holds the settings that change the numbers, and ``provenance`` the package
+version, the git commit of the code (when run from a checkout) and the time. Reports are made from
+these files, never from live objects.
 """
 
 from __future__ import annotations
@@ -52,7 +53,10 @@ def result_record(
         "kind": kind,
         "result": result,
         "inputs": {
-            role: {"path": str(path), "sha256": sha256_file(path) if Path(path).is_file() else None}
+            role: {
+                "path": str(Path(path).absolute()),
+                "sha256": sha256_file(path) if Path(path).is_file() else None,
+            }
             for role, path in (inputs or {}).items()
         },
         "options": options or {},

@@ -26,6 +26,14 @@ def test_record_round_trip_with_inputs_and_provenance(tmp_path):
     assert read["provenance"]["git_commit"] is None or len(read["provenance"]["git_commit"]) == 40
 
 
+def test_an_input_given_by_a_relative_path_is_recorded_absolute(tmp_path, monkeypatch):
+    """A reader in another working directory (``syntaxlm view`` run elsewhere) still finds it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gold.trees").write_text("(S (NP a) (VP b))\n")
+    record = result_record("parseval", {"f1": 0.5}, inputs={"gold": "gold.trees"})
+    assert record["inputs"]["gold"]["path"] == str(tmp_path / "gold.trees")
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [("{", "invalid JSON"), ('{"kind": "x"}', "no result, provenance field"), ("[1, 2]", "no kind")],

@@ -7,6 +7,7 @@ import gzip
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -402,7 +403,7 @@ def test_a_fifo_among_the_result_files_is_not_read(tmp_path):
     try:
         messages: list[str] = []
         document = view_data([run], models=False, echo=messages.append)
-        with pytest.raises(InputFormatError, match=r"a\.json: not a folder or a file"):
+        with pytest.raises(InputFormatError, match=r"a\.json: not a regular file; expected a result file"):
             view_data([fifo], models=False)
         with pytest.raises(InputFormatError, match=r"a\.json: not a regular file; expected a result file"):
             read_result(fifo)
@@ -455,6 +456,115 @@ def test_ctrl_c_leaves_the_page_as_it_was(tmp_path, monkeypatch, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["page.html", "run"]  # no temporary file left
 
 
+# --- runs as they are given: folders, result files, suites named by relative paths ---------------------
+
+MANY_ITEMS = 40
+
+
+def many_items(folder: Path, project: Path) -> list[Path]:
+    """Two run folders (tg, txl-terminals) under ``project`` scoring a suite ``many`` of
+    ``MANY_ITEMS`` items (the fixture's first suite's first item, renumbered; tg passing every
+    third), their result files naming the suite by a path relative to ``project``, as ``eval sg``
+    run there with a relative path wrote them before paths were recorded absolute."""
+    first = sorted((folder / "runs" / "tg" / "results" / "sg").glob("*.json"))[0]
+    suite = json.loads(Path(read_result(first)["inputs"]["suite"]["path"]).read_text())
+    suite["meta"]["name"] = "many"
+    suite["items"] = [suite["items"][0] | {"item_number": k} for k in range(1, MANY_ITEMS + 1)]
+    (project / "data" / "suites").mkdir(parents=True)
+    (project / "data" / "suites" / "many.json").write_text(json.dumps(suite))
+    given = []
+    for name in ("tg", "txl-terminals"):
+        record = read_result(folder / "runs" / name / "results" / "sg" / first.name)
+        item = record["result"]["items"][0]
+        record["result"] |= {
+            "suite": "many",
+            "n_items": MANY_ITEMS,
+            "items": [
+                item | {"item_number": k, "results": [k % 3 == 0 or name != "tg"]}
+                for k in range(1, MANY_ITEMS + 1)
+            ],
+        }
+        record["inputs"]["suite"]["path"] = "data/suites/many.json"
+        run = project / "runs" / name
+        (run / "results" / "sg").mkdir(parents=True)
+        (run / "results" / "sg" / "many.json").write_text(json.dumps(record))
+        (run / "config.json").write_text(json.dumps({"model": name}))
+        given.append(run)
+    return given
+
+
+def test_a_suite_named_by_a_relative_path_is_found_from_another_directory(runs, tmp_path, monkeypatch):
+    """Was: a page built in another directory than the evaluation's had empty region rows and
+    headers "region 1…8", and said nothing. A relative path is looked for from the working
+    directory, then from each folder above the result file; a suite not found is said, naming the
+    file, on the page and in the messages."""
+    project = tmp_path / "project"
+    given = many_items(runs[0], project)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    suite = view_data(given, models=False)["syntaxgym"][0]
+    source = load_suite(project / "data" / "suites" / "many.json")
+    assert suite["suite_file"] == str(project / "data" / "suites" / "many.json") and suite["notes"] == []
+    assert suite["region_names"] == list(source.region_names)
+    assert suite["items"][0]["regions"] == {c: list(r) for c, r in source.items[0].regions.items()}
+    named_by = given[0] / "results" / "sg" / "many.json"
+    record = read_result(named_by)
+    record["inputs"]["suite"]["path"] = "gone/many.json"
+    named_by.write_text(json.dumps(record))
+    messages: list[str] = []
+    suite = view_data(given[:1], models=False, echo=messages.append)["syntaxgym"][0]
+    why = "not there (looked for from the working directory and each folder above the file naming it)"
+    what = f"the suite named by {named_by} (inputs.suite.path)"
+    assert messages == [f"warning: refused gone/many.json: {what}: {why}"]
+    assert suite["notes"] == [
+        f"The suite file gone/many.json named by {named_by} was not read: {why}.",
+        "Its regions are shown by number, without their names and texts.",
+    ]
+    assert suite["region_names"] == [None] * len(source.region_names) and suite["items"][0]["regions"] == {}
+
+
+def test_result_files_of_one_model_given_alone_are_one_run(runs):
+    """Was: two result files of one model became two runs, "tg (perplexity.json)" and
+    "tg (x.json)"."""
+    folder, _ = runs
+    tg = folder / "runs" / "tg" / "results"
+    prpn = folder / "runs" / "prpn" / "results" / "perplexity.json"
+    files = [tg / "perplexity.json", *sorted((tg / "sg").glob("*.json")), prpn]
+    document = view_data(files, models=False)
+    assert [(run["name"], run["path"]) for run in document["runs"]] == [
+        ("tg", f"3 result files under {tg}"),
+        ("prpn", str(files[-1])),
+    ]
+    assert document["runs"][0]["saved_model"] == str(folder / "runs" / "tg" / "best")
+    tables = {table["kind"]: table for table in document["tables"]}
+    assert [row["model"] for row in tables["perplexity"]["rows"]] == ["tg", "prpn"]
+    assert tables["syntaxgym"]["rows"][0]["numbers"]["SG suites scored"]["values"] == [2]
+
+
+def test_a_folder_that_is_no_run_is_an_error(tmp_path, monkeypatch, capsys):
+    """Was: an empty folder, or one holding no run, gave exit 0 and a page reading "No result
+    files were found"."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setattr(sys, "argv", ["syntaxlm", "view", str(empty), "--out", str(tmp_path / "page.html")])
+    with pytest.raises(SystemExit) as stopped:
+        cli.main()
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err == (
+        f"error: {empty}: no result file, saved model (best/) or config.json in this folder; expected a run "
+        "folder (syntaxlm train --out, the quickstart's runs/MODEL) holding result files (syntaxlm eval ... "
+        "--out), or result files\n"
+    )
+    assert not (tmp_path / "page.html").exists()
+    runs = tmp_path / "runs"
+    for name in ("lm", "tg"):
+        result_file(runs / name / "results" / "perplexity.json", "perplexity", PERPLEXITY)
+        (runs / name / "config.json").write_text(json.dumps({"model": name}))
+    expected = r"runs: a folder of run folders \(lm, tg\), not a run folder; expected the run folders"
+    with pytest.raises(InputFormatError, match=expected + r" themselves \(.*/runs/\*\)$"):
+        view_data([runs], models=False)
+
+
 # --- the page in a browser ------------------------------------------------------------------------------
 
 # Selenium drives Debian's chromium through Debian's chromedriver, built from the same sources as
@@ -487,77 +597,200 @@ def browser():
     shutil.rmtree(profile, ignore_errors=True)
 
 
+def count(browser, *selectors):  # one round trip for several counts
+    return browser.execute_script(
+        "return arguments[0].map((s) => document.querySelectorAll(s).length)", list(selectors)
+    )
+
+
+def texts(browser, selector):
+    return browser.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0])).map((e) => e.textContent)", selector
+    )
+
+
+def show(browser, view):
+    from selenium.webdriver.common.by import By
+
+    browser.find_element(By.CSS_SELECTOR, f'#tabs button[data-view="{view}"]').click()
+    shown = browser.execute_script(
+        "return Array.from(document.querySelectorAll('main > section')).filter((s) => !s.hidden)"
+        ".map((s) => s.id)"
+    )
+    assert shown == [view]
+
+
+def choose(browser, select_id, value):  # as a person picks an option: the page hears a change
+    browser.execute_script(
+        "const s = document.getElementById(arguments[0]); s.value = arguments[1];"
+        "s.dispatchEvent(new Event('change'))",
+        select_id,
+        value,
+    )
+
+
+def no_severe_errors(browser):
+    assert [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"] == []
+
+
 def test_the_page_renders_and_answers_clicks_in_chromium(browser, runs, tmp_path):
     from matplotlib.image import imread
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    def count(*selectors):  # one round trip for several counts
-        return browser.execute_script(
-            "return arguments[0].map((s) => document.querySelectorAll(s).length)", list(selectors)
-        )
-
-    def texts(selector):
-        return browser.execute_script(
-            "return Array.from(document.querySelectorAll(arguments[0])).map((e) => e.textContent)", selector
-        )
-
-    def show(view):
-        browser.find_element(By.CSS_SELECTOR, f'#tabs button[data-view="{view}"]').click()
-        shown = browser.execute_script(
-            "return Array.from(document.querySelectorAll('main > section')).filter((s) => !s.hidden)"
-            ".map((s) => s.id)"
-        )
-        assert shown == [view]
-
-    def choose(select_id, value):  # as a person picks an option: the page hears a change
-        browser.execute_script(
-            "const s = document.getElementById(arguments[0]); s.value = arguments[1];"
-            "s.dispatchEvent(new Event('change'))",
-            select_id,
-            value,
-        )
-
     browser.get(Path(runs[1]).resolve().as_uri())
     document = embedded(runs)
     # The comparison: a table per kind of result, sortable by a click on a column.
-    assert count("#table-perplexity tbody tr", "#table-syntaxgym tbody tr") == [len(MODELS)] * 2
+    assert count(browser, "#table-perplexity tbody tr", "#table-syntaxgym tbody tr") == [len(MODELS)] * 2
     browser.find_element(By.CSS_SELECTOR, "#table-perplexity th:nth-child(2)").click()
-    values = [float(text) for text in texts("#table-perplexity tbody tr td:nth-child(2)")]
+    values = [float(text) for text in texts(browser, "#table-perplexity tbody tr td:nth-child(2)")]
     assert values == sorted(values) and len(values) == len(MODELS)
+    # Numbers of a column have one count of decimals, and the warning of a table is one box.
+    decimals = {len(text.partition(".")[2]) for text in texts(browser, "#table-perplexity td:nth-child(2)")}
+    assert len(decimals) == 1
+    assert count(browser, "#comparison .note")[0] == len([t for t in document["tables"] if t["notes"]])
     # SyntaxGym: suites, items, a filter (items where A passes and B fails) and an item's regions.
-    show("syntaxgym")
-    assert count("#sg-suites tbody tr", "#sg-items tbody tr") == [2, 4]
-    choose("sg-a", "tg")
-    choose("sg-b", "txl-terminals")
+    show(browser, "syntaxgym")
+    assert count(browser, "#sg-suites tbody tr", "#sg-items tbody tr") == [2, 4]
+    headers = texts(browser, "#sg-suites th")
+    assert "tgbeam 5/2/1" in headers and "txl-terminalsexact" in headers  # each model's method under it
+    choose(browser, "sg-a", "tg")
+    choose(browser, "sg-b", "txl-terminals")
     Select(browser.find_element(By.ID, "sg-outcome")).select_by_value("a_not_b")
     expected = sum(
         item["runs"]["tg"]["results"][0] and not item["runs"]["txl-terminals"]["results"][0]
         for suite in document["syntaxgym"]
         for item in suite["items"]
     )
-    assert count("#sg-items tbody tr") == [expected]
-    assert texts("#sg-count")[0].startswith(f"{expected} item")
-    choose("sg-outcome", "all")
+    assert count(browser, "#sg-items tbody tr") == [expected]
+    items = f"{expected} item{'' if expected == 1 else 's'}"
+    assert texts(browser, "#sg-count") == [f"{items} (tg passes, txl-terminals fails)"]
+    choose(browser, "sg-outcome", "all")
+    # A click on a suite keeps the suites' order: sorted by a model's accuracy, descending.
+    for _ in range(2):
+        browser.find_element(By.CSS_SELECTOR, "#sg-suites th:nth-child(2)").click()
+    order = texts(browser, "#sg-suites tbody td:first-child")
+    browser.find_element(By.CSS_SELECTOR, "#sg-suites tbody tr:nth-child(2)").click()
+    assert texts(browser, "#sg-suites tbody td:first-child") == order
+    assert count(browser, "#sg-items tbody tr") == [2]
+    assert count(browser, "#sg-suites th.sorted-down") == [1]
     browser.find_element(By.CSS_SELECTOR, "#sg-items tbody tr").click()
-    assert count("#sg-regions tr")[0] > 1 and "item" in texts("#sg-item-detail h3")[0]
+    assert count(browser, "#sg-regions tr")[0] > 1 and "item" in texts(browser, "#sg-item-detail h3")[0]
+    # Regions by number and name; those the formulas compare highlighted.
+    suite = next(s for s in document["syntaxgym"] if s["suite"] == order[1])
+    names = suite["region_names"]
+    critical = sorted({int(k) for p in suite["predictions"] for k in re.findall(r"\((\d+);", p)})
+    assert texts(browser, "#sg-regions th.critical") == [f"({k}) {names[k - 1]}" for k in critical]
+    assert texts(browser, "#sg-regions tr:first-child th")[2] == f"(1) {names[0]}"
     # Sentences: clicking one shows its words, surprisal bars and trees.
-    show("sentences")
+    show(browser, "sentences")
     browser.find_elements(By.CSS_SELECTOR, "#sentence-list li")[1].click()
-    assert texts("#sentence-title") == [" ".join(document["sentence_view"]["sentences"][1])]
-    captions = texts("#trees h3")
+    assert texts(browser, "#sentence-title") == [" ".join(document["sentence_view"]["sentences"][1])]
+    captions = texts(browser, "#trees h3")
     assert captions[0] == "gold tree" and any("best parse" in c for c in captions)
     assert any("induced tree" in c for c in captions)
-    assert count("#surprisal-chart rect", "svg.distances")[0] > 0
-    # Masks and attention of the selected sentence, for TG and PLM-mask.
-    show("attention")
+    assert count(browser, "#surprisal-chart rect", "svg.distances")[0] > 0
+    # Bars of equal width, whatever the words' lengths.
+    widths = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#surprisal-chart rect, svg.distances rect'))"
+        ".map((r) => r.closest('svg').classList.value + r.getAttribute('width'))"
+    )
+    assert len(set(widths)) == 2
+    # Masks and attention of the selected sentence, for TG and PLM-mask, side by side.
+    show(browser, "attention")
     assert browser.execute_script("return document.getElementById('att-sentence').value") == "1"
-    assert count("svg.heatmap") == [2]
-    choose("att-model", "plm-mask")
-    assert "(buffer)" in texts("#att-head")[0] and count("svg.heatmap") == [2]
-    errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
-    assert errors == []
+    assert count(browser, "svg.heatmap") == [2]
+    tops = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#heatmaps > .panel'))"
+        ".map((p) => p.getBoundingClientRect().top)"
+    )
+    assert tops[0] == tops[1]
+    # Every row label whole: none starts left of its map.
+    assert browser.execute_script(
+        "return Array.from(document.querySelectorAll('svg.heatmap text[text-anchor=end]'))"
+        ".every((t) => t.getBBox().x >= 0)"
+    )
+    choose(browser, "att-model", "plm-mask")
+    assert "(buffer)" in texts(browser, "#att-head")[0] and count(browser, "svg.heatmap") == [2]
+    no_severe_errors(browser)
     screenshot = tmp_path / "page.png"
     assert browser.save_screenshot(str(screenshot))
     pixels = (imread(screenshot)[..., :3] * 255).astype(np.uint8).reshape(-1, 3)
     assert len(np.unique(pixels, axis=0)) > 50  # text, tables and heat maps, not a blank page
+
+
+def fits(browser) -> bool:
+    """Whether the page is no wider than the window (nothing makes it scroll sideways)."""
+    return browser.execute_script(
+        "return document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+    )
+
+
+def test_in_a_narrow_window_charts_scroll_in_their_panels_not_the_page(browser, runs):
+    """Was: a 27-word sentence's charts and trees, and the heat maps, made an 800-pixel window
+    scroll sideways."""
+    from selenium.webdriver.common.by import By
+
+    browser.set_window_size(800, 900)
+    try:
+        browser.get(Path(runs[1]).resolve().as_uri())
+        for view in ("comparison", "syntaxgym", "sentences", "attention"):
+            show(browser, view)
+            if view == "syntaxgym":
+                browser.find_element(By.CSS_SELECTOR, "#sg-items tbody tr").click()
+            if view == "sentences":
+                browser.find_elements(By.CSS_SELECTOR, "#sentence-list li")[1].click()
+                assert len(texts(browser, "#sentence-title")[0].split()) == 27
+                assert browser.execute_script(  # the chart's scrolling box inside its panel
+                    "const right = (e) => e.getBoundingClientRect().right;"
+                    "return right(document.getElementById('surprisal-chart').parentNode)"
+                    "    <= right(document.getElementById('surprisal-panel'))"
+                )
+            assert fits(browser), view
+        no_severe_errors(browser)
+    finally:
+        browser.set_window_size(1280, 900)
+
+
+def test_a_page_built_elsewhere_shows_region_texts_and_clicks_keep_sort_and_scroll(
+    browser, runs, tmp_path, monkeypatch
+):
+    """Was: result files naming their suite by a relative path gave a page built in another
+    directory empty region rows; a click on an item redrew the items unsorted and scrolled back
+    to the top, the item chosen out of sight."""
+    project = tmp_path / "project"
+    given = many_items(runs[0], project)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    page = write_view(given, tmp_path / "many.html", models=False)
+    browser.get(page.as_uri())
+    show(browser, "syntaxgym")
+    for _ in range(2):  # by item number, descending
+        browser.execute_script("document.querySelector('#sg-items th:nth-child(2)').click()")
+    order = texts(browser, "#sg-items tbody td:nth-child(2)")
+    assert order == [str(k) for k in range(MANY_ITEMS, 0, -1)]
+    clicked = browser.execute_script(
+        "const box = document.getElementById('sg-item-box'); box.scrollTop = 400;"
+        "const row = Array.from(box.querySelectorAll('tbody tr')).find((r) => r.offsetTop >= 440);"
+        "row.click(); return row.children[1].textContent"
+    )
+    assert texts(browser, "#sg-items tbody td:nth-child(2)") == order
+    assert texts(browser, "#sg-items tr.selected td:nth-child(2)") == [clicked]
+    in_sight = browser.execute_script(
+        "const box = document.getElementById('sg-item-box').getBoundingClientRect();"
+        "const row = document.querySelector('#sg-items tr.selected').getBoundingClientRect();"
+        "const detail = document.getElementById('sg-item-detail').getBoundingClientRect();"
+        "return [document.getElementById('sg-item-box').scrollTop,"
+        "        row.top >= box.top && row.bottom <= box.bottom,"
+        "        detail.top < window.innerHeight && detail.bottom > 0]"
+    )
+    assert in_sight == [400, True, True]
+    assert texts(browser, "#sg-item-detail h3") == [f"many, item {clicked}"]
+    region_texts = texts(browser, "#sg-regions tr.region-text td:nth-child(3)")
+    assert region_texts and all(region_texts)  # the suite was found: each region's text is shown
+    # One model is filtered by its own outcome, never compared with itself.
+    browser.get(write_view(given[:1], tmp_path / "one.html", models=False).as_uri())
+    assert count(browser, "#sg-b") == [0]
+    assert texts(browser, "#sg-outcome option") == ["all items", "tg passes", "tg fails"]
+    no_severe_errors(browser)

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,23 +134,37 @@ def read_run(folder: str | Path, *, read: Callable[[Path], dict[str, Any]] = rea
     reads a result file and checks its fields (``read_checked_result``)."""
     folder = Path(folder)
     if folder.is_file():
-        record = read(folder)
-        model = ((record.get("inputs") or {}).get("model") or {}).get("path")
-        name = Path(model).parent if model else folder.with_suffix("")
-        name = name.parent if name.name in ("best", "last") else name
-        run, files = Run(folder, model=name.name), [(folder, record)]
-    elif folder.is_dir():
-        config = {}
-        if (folder / "config.json").is_file():
-            config = read_json(folder / "config.json", InputFormatError, expected="a run configuration")
-        run = Run(folder, model=str(config.get("model", folder.name)), seed=config.get("seed"))
-        files = [(path, None) for path in result_files(folder)]
-    else:
+        return read_result_files([folder], read=read)
+    if not folder.is_dir():
         raise InputFormatError(
             "not a folder or a file",
             path=folder,
             expected="a run folder holding result files, or a result file",
         )
+    config = {}
+    if (folder / "config.json").is_file():
+        config = read_json(folder / "config.json", InputFormatError, expected="a run configuration")
+    run = Run(folder, model=str(config.get("model", folder.name)), seed=config.get("seed"))
+    return _add_numbers(run, [(path, None) for path in result_files(folder)], read)
+
+
+def read_result_files(
+    paths: Sequence[Path], *, read: Callable[[Path], dict[str, Any]] = read_checked_result
+) -> Run:
+    """The numbers of result files given alone, all of one run: its model is named by the saved
+    model the first one scored (``RUN/best`` is ``RUN``), else by that file."""
+    records = [(path, read(path)) for path in paths]
+    first, record = records[0]
+    model = ((record.get("inputs") or {}).get("model") or {}).get("path")
+    name = Path(model).parent if model else first.with_suffix("")
+    name = name.parent if name.name in ("best", "last") else name
+    return _add_numbers(Run(first, model=name.name), records, read)
+
+
+def _add_numbers(
+    run: Run, files: Sequence[tuple[Path, dict[str, Any] | None]], read: Callable[[Path], dict[str, Any]]
+) -> Run:
+    """``run`` with the numbers of its result files (each with its record, or ``None`` to read it)."""
     suite_records: dict[str, dict] = {}
     suite_paths: dict[str, Path] = {}
     for path, record in files:

@@ -1,7 +1,7 @@
 """The JSON document an explorer page embeds, gathered from runs and result files.
 
 ``view_data(paths, ...)`` reads each path given (a run folder, as ``syntaxlm report`` reads it, or
-one result file) and returns one JSON-able document:
+result files, those of one saved model read as one run) and returns one JSON-able document:
 
 - ``tables``: the comparison tables of ``syntaxlm report`` (``report.report``): per kind of result
   one row per model and evaluation, each number of every run as its result file holds it (with
@@ -9,8 +9,8 @@ one result file) and returns one JSON-able document:
   (method, bound, beam, subset, data; ``report.evaluations``), with the report's warning where the
   rows were not evaluated alike;
 - ``syntaxgym``: per suite, its regions and conditions (from the suite file the result names, when
-  it is readable) and per item each run's prediction outcomes and region surprisals in bits, as
-  ``eval sg --out`` wrote them;
+  it is readable; else ``notes`` say why, and the regions have numbers only) and per item each
+  run's prediction outcomes and region surprisals in bits, as ``eval sg --out`` wrote them;
 - ``sentences``: per sentence (the first test sentences, or those of ``--sentences FILE``), its
   words and gold tree, and per saved model (``RUN/best``) what it computes for it: per-word
   surprisal in bits (``Scorer``: exact for words-only models, beam search for joint ones, whose
@@ -29,12 +29,15 @@ Result files are read as untrusted: every field read has its shape checked first
 only regular files are read, and a file a result names is read into the page only when it is
 demonstrably the run's data: inside a run folder given, or a treebank or SyntaxGym suite its
 reader accepts (a result file naming ``/etc/passwd`` as its test data gets it refused, not shown).
-The sentences asked for (``sentences_file``, ``test_data``) are read whatever they are.
+The sentences asked for (``sentences_file``, ``test_data``) are read whatever they are. A relative
+path a file names is looked for from the working directory, then from each folder above that file
+(``located``).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import stat
 import statistics
 import zlib
@@ -51,7 +54,15 @@ from syntaxlm import __version__
 from syntaxlm.errors import InputFormatError, SyntaxlmError
 from syntaxlm.files import read_json
 from syntaxlm.report.evaluations import suite_scoring
-from syntaxlm.report.report import SECTIONS, Run, not_alike_lines, read_run, row_labels
+from syntaxlm.report.report import (
+    SECTIONS,
+    Run,
+    not_alike_lines,
+    read_result_files,
+    read_run,
+    result_files,
+    row_labels,
+)
 from syntaxlm.results import (
     MAX_INTEGER,
     MAX_RESULT_CHARS,
@@ -110,8 +121,9 @@ class DataFiles:
 
 @dataclass
 class Source:
-    """One path given: the run read from it, its name on the page, its saved model (if any), its
-    SyntaxGym result records (suite -> (record, file)) and the test data its results name."""
+    """One run given: the run read from its folder or result files, its name on the page, its
+    saved model (if any), its SyntaxGym result records (suite -> (record, file)), the test data its
+    results name and, where several result files were given for it, those files."""
 
     path: Path
     run: Run
@@ -119,6 +131,13 @@ class Source:
     model_folder: Path | None
     suites: dict[str, tuple[dict[str, Any], Path]] = field(default_factory=dict)
     test_data: NamedFile | None = None
+    files_given: list[Path] = field(default_factory=list)
+
+    def given(self) -> str:
+        """The path given, or how many result files were given for this run, and where."""
+        if not self.files_given:
+            return str(self.path)
+        return f"{len(self.files_given)} result files under {os.path.commonpath(self.files_given)}"
 
 
 RUN_CONFIG = fields(
@@ -157,47 +176,118 @@ def _not_regular(path: Path) -> str | None:
 
 
 def read_sources(paths: Iterable[str | Path], files: DataFiles | None = None) -> list[Source]:
-    """Every path given as a ``Source``; a path that is not there, a file that is not a result file
-    and a result file whose fields the page reads have the wrong shape (``check_result``) raise a
-    ``SyntaxlmError`` naming the file. A ``*.json`` in a run folder that is not a regular file (a
-    FIFO) is not read: ``files`` says so."""
+    """Every run given as a ``Source``: each folder, and the result files given alone grouped by
+    the saved model they scored (two result files of one model are one run). A path that is not
+    there, a folder that is not a run, a file that is not a result file and a result file whose
+    fields the page reads have the wrong shape (``check_result``) raise a ``SyntaxlmError`` naming
+    the path. A ``*.json`` in a run folder that is not a regular file (a FIFO) is not read:
+    ``files`` says so."""
     files = files if files is not None else DataFiles()
-    sources: list[Source] = []
-    for given in paths:
-        path = Path(given)
+    cache: dict[Path, dict[str, Any]] = {}
+
+    def read(file: Path) -> dict[str, Any]:  # each result file read and checked once
+        if file not in cache:
+            cache[file] = read_checked_result(file)
+        return cache[file]
+
+    sources = [_read_source(group, read, files) for group in _runs_given([Path(p) for p in paths], read)]
+    _name_apart(sources)
+    return sources
+
+
+def _runs_given(paths: list[Path], read: Callable[[Path], dict[str, Any]]) -> list[list[Path]]:
+    """The paths given, one list per run, in the order given: a folder alone, result files by the
+    saved model they name (a file that names none alone)."""
+    runs: dict[Any, list[Path]] = {}
+    for index, path in enumerate(paths):
         if not path.exists():
             raise InputFormatError(
                 "no such run folder or result file",
                 path=path,
                 expected="a run folder (syntaxlm train --out, quickstart's runs/MODEL) or a result file",
             )
-        config: dict[str, Any] = {}
-        if path.is_dir():
-            config = _run_config(path)
-            for file in sorted(path.rglob("*.json")):
-                if (kind := _not_regular(file)) is not None:
-                    what = f"a *.json in the run folder {path}"
-                    files.refuse(file, what, f"{kind}, not a regular file, so not read")
-        records: dict[Path, dict[str, Any]] = {}
+        model = None if path.is_dir() else _named_model(path, read(path))
+        runs.setdefault(index if model is None else model.resolve(), []).append(path)
+    return list(runs.values())
 
-        def read(file: Path, records: dict[Path, dict[str, Any]] = records) -> dict[str, Any]:
-            records[file] = read_checked_result(file)
-            return records[file]
 
-        run = read_run(path, read=read)
-        suites: dict[str, tuple[dict[str, Any], Path]] = {}
-        test_data = None
-        for file, record in records.items():
-            if record["kind"] == "syntaxgym":
-                suites[record["result"]["suite"]] = (record, file)
-            elif record["kind"] == "perplexity" and test_data is None:
-                named = ((record.get("inputs") or {}).get("data") or {}).get("path")
-                test_data = NamedFile(Path(named), "test data", file, "inputs.data.path") if named else None
-        named = ((config.get("train_config") or {}).get("data") or {}).get("test")
-        if test_data is None and named:
-            test_data = NamedFile(Path(named), "test data", path / "config.json", "train_config.data.test")
-        model_folder = _saved_model(path, records)
-        sources.append(Source(path, run, run.model, model_folder, suites=suites, test_data=test_data))
+def _named_model(file: Path, record: dict[str, Any]) -> Path | None:
+    """The saved model folder a result file names (its ``inputs.model.path``'s folder), if any."""
+    weights = ((record.get("inputs") or {}).get("model") or {}).get("path")
+    return located(weights, file).parent if weights else None
+
+
+def _read_source(given: list[Path], read: Callable[[Path], dict[str, Any]], files: DataFiles) -> Source:
+    """The run of a folder, or of result files of one model (``_runs_given``)."""
+    path = given[0]
+    records: dict[Path, dict[str, Any]] = {}
+
+    def reading(file: Path) -> dict[str, Any]:
+        records[file] = read(file)
+        return records[file]
+
+    config: dict[str, Any] = {}
+    if path.is_dir():
+        _check_run_folder(path)
+        _refuse_irregular(path, files)
+        config = _run_config(path)
+        run = read_run(path, read=reading)
+    else:
+        run = read_result_files(given, read=reading)
+    model_folder = _saved_model(path, records)
+    suites: dict[str, tuple[dict[str, Any], Path]] = {}
+    test_data = None
+    for file, record in records.items():
+        if record["kind"] == "syntaxgym":
+            suites[record["result"]["suite"]] = (record, file)
+        elif record["kind"] == "perplexity" and test_data is None:
+            named = ((record.get("inputs") or {}).get("data") or {}).get("path")
+            if named:
+                test_data = NamedFile(located(named, file), "test data", file, "inputs.data.path")
+    named = ((config.get("train_config") or {}).get("data") or {}).get("test")
+    if test_data is None and named:
+        config_file = path / "config.json"
+        test_data = NamedFile(located(named, config_file), "test data", config_file, "train_config.data.test")
+    return Source(path, run, run.model, model_folder, suites, test_data, given if len(given) > 1 else [])
+
+
+def _refuse_irregular(folder: Path, files: DataFiles) -> None:
+    """Say through ``files`` which ``*.json`` in a run folder are not regular files (not read)."""
+    for file in sorted(folder.rglob("*.json")):
+        if (kind := _not_regular(file)) is not None:
+            why = f"{kind}, not a regular file, so not read"
+            files.refuse(file, f"a *.json in the run folder {folder}", why)
+
+
+def _is_run_folder(folder: Path) -> bool:
+    """Whether a folder is a run's by its own files: a run configuration or a saved model."""
+    return (folder / "config.json").is_file() or (folder / SAVED_MODEL).is_dir()
+
+
+def _check_run_folder(folder: Path) -> None:
+    """Raise the error of a folder that is no run: one holding run folders (naming them), or one
+    holding no result file, saved model or run configuration."""
+    if _is_run_folder(folder):
+        return
+    runs = sorted(child.name for child in folder.iterdir() if child.is_dir() and _is_run_folder(child))
+    if runs:
+        shown = ", ".join(runs[:5]) + (f" and {len(runs) - 5} more" if len(runs) > 5 else "")
+        raise InputFormatError(
+            f"a folder of run folders ({shown}), not a run folder",
+            path=folder,
+            expected=f"the run folders themselves ({folder}/*)",
+        )
+    if not result_files(folder):
+        raise InputFormatError(
+            "no result file, saved model (best/) or config.json in this folder",
+            path=folder,
+            expected="a run folder (syntaxlm train --out, the quickstart's runs/MODEL) holding result files "
+            "(syntaxlm eval ... --out), or result files",
+        )
+
+
+def _name_apart(sources: list[Source]) -> None:
+    """Name the sources of one model apart: by their folder's name, then by number."""
     names = [source.name for source in sources]
     for source in sources:
         if names.count(source.name) > 1:
@@ -207,17 +297,28 @@ def read_sources(paths: Iterable[str | Path], files: DataFiles | None = None) ->
         seen[source.name] += 1
         if seen[source.name] > 1:
             source.name = f"{source.name} #{seen[source.name]}"
-    return sources
+
+
+def located(named: str, result_file: Path) -> Path:
+    """A path a result (or run configuration) file names: as named when it is absolute or found
+    from the working directory, else under the nearest folder above ``result_file`` that holds it
+    (a file written with paths relative to where it was made, read from elsewhere); as named when
+    none does."""
+    path = Path(named)
+    if path.is_absolute() or path.exists():
+        return path
+    for folder in result_file.absolute().parents:
+        if (folder / path).exists():
+            return folder / path
+    return path
 
 
 def _saved_model(path: Path, records: dict[Path, dict[str, Any]]) -> Path | None:
-    """The saved model of a run folder (``RUN/best``), or the one a result file names."""
+    """The saved model of a run folder (``RUN/best``), or the one its result files name."""
     if path.is_dir():
         return path / SAVED_MODEL if (path / SAVED_MODEL / "config.json").is_file() else None
-    weights = ((records[path].get("inputs") or {}).get("model") or {}).get("path")
-    if weights and (Path(weights).parent / "config.json").is_file():
-        return Path(weights).parent
-    return None
+    named = (_named_model(file, record) for file, record in records.items())
+    return next((folder for folder in named if folder and (folder / "config.json").is_file()), None)
 
 
 # --- the comparison tables ------------------------------------------------------------------------
@@ -275,22 +376,45 @@ def comparison_tables(sources: Sequence[Source]) -> list[dict[str, Any]]:
 
 def _named_suite(named: NamedFile, suite_name: str, files: DataFiles):
     """The suite of a file a result names, when it is a SyntaxGym suite (``load_suite``) of that
-    name; else ``None``, and ``files`` says why it was refused."""
+    name, else why not; ``files`` says which it is."""
     from syntaxlm.eval.syntaxgym import load_suite
 
     if (why := _missing(named.path)) is not None:
         files.refuse(named.path, named.description(), why)
-        return None
+        return why
     try:
         suite = load_suite(named.path)
     except SyntaxlmError:
-        files.refuse(named.path, named.description(), "not a SyntaxGym suite (load_suite does not read it)")
-        return None
+        why = "not a SyntaxGym suite (load_suite does not read it)"
+        files.refuse(named.path, named.description(), why)
+        return why
     if suite.name != suite_name:
-        files.refuse(named.path, named.description(), f"it holds suite {suite.name!r}, not {suite_name!r}")
-        return None
+        why = f"it holds suite {suite.name!r}, not {suite_name!r}"
+        files.refuse(named.path, named.description(), why)
+        return why
     files.embed(named.path, named.description(), "a SyntaxGym suite, read by load_suite")
     return suite
+
+
+def _scored_suite(suite_name: str, scored: Sequence[tuple[Source, dict[str, Any], Path]], files: DataFiles):
+    """The first suite file the results of a suite name that is that suite, with its path, or
+    ``(None, None)`` and the notes that say why its regions are shown without names or texts."""
+    named: dict[Path, NamedFile] = {}
+    for _, record, file in scored:
+        if given := ((record.get("inputs") or {}).get("suite") or {}).get("path"):
+            path = located(given, file)
+            named.setdefault(path, NamedFile(path, "suite", file, "inputs.suite.path"))
+    notes = []
+    for candidate in named.values():
+        suite = _named_suite(candidate, suite_name, files)
+        if not isinstance(suite, str):
+            return suite, candidate.path, []
+        notes.append(f"The suite file {candidate.path} named by {candidate.named_by} was not read: {suite}.")
+    if not named:
+        files.echo(f"warning: no result file of suite {suite_name} names its suite file (inputs.suite.path)")
+        notes.append(f"No result file of suite {suite_name} names its suite file (inputs.suite.path).")
+    notes.append("Its regions are shown by number, without their names and texts.")
+    return None, None, notes
 
 
 def _surprisals(bits: dict[str, list[float | None]] | None) -> dict[str, list[float | None]] | None:
@@ -310,17 +434,7 @@ def syntaxgym_data(sources: Sequence[Source], files: DataFiles | None = None) ->
     for suite_name in sorted({suite for source in sources for suite in source.suites}):
         scored = [(source, *source.suites[suite_name]) for source in sources if suite_name in source.suites]
         first = scored[0][1]
-        suite, suite_file = None, None
-        named = {
-            Path(given): NamedFile(Path(given), "suite", file, "inputs.suite.path")
-            for _, record, file in scored
-            if (given := ((record.get("inputs") or {}).get("suite") or {}).get("path"))
-        }
-        for candidate in named.values():
-            suite = _named_suite(candidate, suite_name, files)
-            if suite is not None:
-                suite_file = candidate.path
-                break
+        suite, suite_file, notes = _scored_suite(suite_name, scored, files)
         items: dict[int, dict[str, Any]] = {}
         if suite is not None:
             for item in suite.items:
@@ -355,10 +469,9 @@ def syntaxgym_data(sources: Sequence[Source], files: DataFiles | None = None) ->
                 "suite": suite_name,
                 "suite_file": None if suite_file is None else str(suite_file),
                 "predictions": first["result"].get("predictions", []),
-                "region_names": list(suite.region_names)
-                if suite is not None
-                else [f"region {k}" for k in range(1, n_regions + 1)],
+                "region_names": list(suite.region_names) if suite is not None else [None] * n_regions,
                 "conditions": list(suite.condition_names) if suite is not None else _conditions(items),
+                "notes": notes,
                 "runs": runs,
                 "items": [items[number] for number in sorted(items) if items[number]["runs"]],
             }
@@ -550,7 +663,9 @@ def _missing(path: Path) -> str | None:
     """Why a file a run names is not read (not there, not a regular file, larger than
     ``MAX_NAMED_BYTES``), or ``None``."""
     if not path.exists():
-        return "not there"
+        if path.is_absolute():
+            return "not there"
+        return "not there (looked for from the working directory and each folder above the file naming it)"
     if not path.is_file():
         return f"{_not_regular(path) or 'a folder'}, not a regular file"
     if path.stat().st_size > MAX_NAMED_BYTES:
@@ -702,7 +817,7 @@ def view_data(
         "runs": [
             {
                 "name": source.name,
-                "path": str(source.path),
+                "path": source.given(),
                 "model": source.run.model,
                 "seed": source.run.seed,
                 "saved_model": None if source.model_folder is None else str(source.model_folder),

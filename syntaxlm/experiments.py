@@ -311,8 +311,9 @@ def suite_results(
 
 
 def _suite_result(scorer, suite, progress: bool) -> dict:
-    from syntaxlm.eval.scorers import syntaxgym_scorer, unknown_words
+    from syntaxlm.eval.scorers import syntaxgym_scorer
     from syntaxlm.eval.syntaxgym import evaluate_suite, suite_region_values, suite_unknown_words
+    from syntaxlm.inference.sentences import unknown_words
 
     token_scorer, convention = syntaxgym_scorer(scorer)
     values = suite_region_values(suite, token_scorer, convention, progress=progress)

@@ -319,7 +319,7 @@ def _suite_result(scorer, suite, progress: bool) -> dict:
     values = suite_region_values(suite, token_scorer, convention, progress=progress)
     unknown = suite_unknown_words(suite, functools.partial(unknown_words, scorer.model.vocab))
     options = {"method": scorer.method} | beam_options(scorer)
-    result = evaluate_suite(suite, values.values).to_json()
+    result = evaluate_suite(suite, values).to_json()
     return {**result, **unknown, "warnings": values.warnings, **options}
 
 

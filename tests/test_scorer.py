@@ -151,8 +151,8 @@ def test_syntaxgym_suites_score_with_any_model(tiny, name):
     item = suite.items[0]
     condition = next(iter(item.regions))
     expected = scorer.word_score([item.sentence(condition).split()], surprisal=True, unit="bits")[0]
-    assert sum(values.values[item.item_number][condition]) == pytest.approx(sum(v for _, v in expected))
-    result = evaluate_suite(suite, values.values)
+    assert sum(values[item.item_number][condition]) == pytest.approx(sum(v for _, v in expected))
+    result = evaluate_suite(suite, values)
     assert 0 <= result.accuracy_pred0 <= 1
 
 

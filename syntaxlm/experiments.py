@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import time
@@ -546,8 +545,9 @@ def proposal_perplexity(
         ),
     ]
     if beam is not None:  # over the model's own distribution, as the two above
-        beam = dataclasses.replace(beam, renormalise=False)
-        searcher = Scorer(model, method="beam", beam=beam, batch_size=batch_size, progress=progress)
+        searcher = Scorer(
+            model, method="beam", beam=beam, renormalise=False, batch_size=batch_size, progress=progress
+        )
         logprobs, ends, marginalisation = perplexity_logprobs(searcher, sentences)
         searched = perplexity(logprobs, ends, marginalisation=marginalisation)
         result["beam"] = searched.to_json()

@@ -1460,7 +1460,9 @@ def score_command(
     _write_lines(lines, out)
 
 
-SCORE_COLUMNS = ("sentence_id", "word_index", "word", "{measure}", "unknown", "method", "pieces", "input_word_index")
+SCORE_COLUMNS = (
+    "sentence_id", "word_index", "word", "{measure}", "unknown", "method", "pieces", "input_word_index",
+)  # fmt: skip
 """The columns of ``score``'s TSV, one row per word (docs/inference.md); ``{measure}`` is
 ``surprisal_bits`` or ``surprisal_nats``."""
 
@@ -1473,9 +1475,8 @@ def _score_table(records: list[tuple[dict, object]], measure: str, eos: bool) ->
         pieces = [[] for _ in record["words"]]
         for piece, word in zip(scores.pieces, scores.piece_word):
             pieces[int(word)].append(piece)
-        rows = zip(
-            record["words"], record[f"word_{measure}"], record["word_unknown"], pieces, record["input_word_index"]
-        )
+        values = record[f"word_{measure}"]
+        rows = zip(record["words"], values, record["word_unknown"], pieces, record["input_word_index"])
         if eos:
             rows = [*rows, ("</s>", record[f"end_{measure}"], False, ["</s>"], "NA")]
         for index, (word, value, unknown, word_pieces, source) in enumerate(rows):

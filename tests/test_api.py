@@ -25,11 +25,14 @@ EXAMPLE_SUITE = "syntaxgym/suites/number_prep.json"
 
 def test_import_syntaxlm_is_cheap_and_names_resolve_on_first_use():
     code = "import sys, syntaxlm; print('torch' in sys.modules, 'numpy' in sys.modules)"
-    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=PROJECT_ROOT)
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=PROJECT_ROOT
+    )
     assert loaded.stdout.split() == ["False", "False"]
     for name, module in syntaxlm._EXPORTS.items():
         assert getattr(syntaxlm, name) is getattr(importlib.import_module(module), name)
-    assert set(syntaxlm.__all__) == {"__version__", *syntaxlm._EXPORTS} and set(dir(syntaxlm)) >= set(syntaxlm.__all__)
+    assert set(syntaxlm.__all__) == {"__version__", *syntaxlm._EXPORTS}
+    assert set(dir(syntaxlm)) >= set(syntaxlm.__all__)
     with pytest.raises(AttributeError, match="no attribute 'Scorrer'"):
         syntaxlm.Scorrer  # noqa: B018
 
@@ -41,7 +44,10 @@ def test_a_model_says_which_registered_model_it_is():
     txl = build_model({"model": "txl-terminals", **TINY}, {"vocab": vocab})
     tg = build_model({"model": "tg", **TINY}, {"vocab": vocab})
     assert type(txl) is type(tg)  # one class serves TG and both TXL baselines
-    assert repr(txl).splitlines()[:2] == ["TransformerGrammar(", "  model='txl-terminals': TXL (terminals), words only"]
+    assert repr(txl).splitlines()[:2] == [
+        "TransformerGrammar(",
+        "  model='txl-terminals': TXL (terminals), words only",
+    ]
     assert "model='tg': TG, joint model of words and trees" in repr(tg)
     assert (txl.card.name, txl.card.label, txl.card.joint) == ("txl-terminals", "TXL (terminals)", False)
 
@@ -66,7 +72,8 @@ def test_the_notebook_example_of_the_docs_runs(tmp_path, capsys):
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("TransformerGrammar(") and "model='tg': TG" in printed[1]
     words = [line.split() for line in printed if line.split()[:2] in (["0", "beam"], ["1", "beam"])]
-    assert [w[2] for w in words if w[0] == "1"] == ["The", "company", "'s", "lawyers", "did", "n't", "agree", "."]
+    second = [w[2] for w in words if w[0] == "1"]
+    assert second == ["The", "company", "'s", "lawyers", "did", "n't", "agree", "."]
     assert any(w[-1] == "unknown" for w in words)  # the synthetic vocabulary lacks "lawyers"
     result = names["result"]
     assert 0 <= result.accuracy_pred0 <= 1 and printed[-1].startswith("synthetic_number_prep")

@@ -108,7 +108,8 @@ def test_records_name_their_measure_and_unit(tmp_path):
     )
     assert record["word_unknown"] == [False, False, False]
     logprob = scores_record(scorer.score([["x"]])[0], sentence_id="item-4", surprisal=False, unit="nats")
-    assert logprob["sentence_id"] == "item-4" and "word_logprob_nats" in logprob and "word_unknown" not in logprob
+    assert logprob["sentence_id"] == "item-4" and "word_logprob_nats" in logprob
+    assert "word_unknown" not in logprob  # not asked for
     path = tmp_path / "scores.jsonl"
     assert write_jsonl(path, records + [logprob]) == 2
     assert [json.loads(line)["sentence_id"] for line in path.read_text().splitlines()] == [0, "item-4"]
@@ -153,7 +154,8 @@ def test_blimp_and_perplexity_score_with_any_model(tiny):
         MinimalPair("p", 1, "Who's here?", "Who here's?", "anaphor_agreement", "syntax"),
     ]
     result = score_blimp(pairs, blimp_scorer(scorer), batch_size=3)
-    expected = scorer.sequence_score([ptb_tokens("The man sees him.")], reduction="sum", surprisal=False, unit="nats")[0]
+    words = [ptb_tokens("The man sees him.")]
+    expected = scorer.sequence_score(words, reduction="sum", surprisal=False, unit="nats")[0]
     assert result.pairs[0].logprob_good == pytest.approx(expected)
     sentences = [t.leaves() for t in tiny["trees"]]
     for method, given in (("beam", {}), ("gold", {"trees": tiny["trees"]})):
@@ -163,7 +165,9 @@ def test_blimp_and_perplexity_score_with_any_model(tiny):
         ppl = perplexity(logprobs, ends, marginalisation=metadata)
         assert ppl.n_words == sum(map(len, sentences)) and ppl.per_word > ppl.per_token > 1
         # The end entry (the closing actions of the joint model) is part of log p(sentence).
-        full = scorer.sequence_score(sentences, reduction="sum", surprisal=False, unit="nats", eos=True, **given)
+        full = scorer.sequence_score(
+            sentences, reduction="sum", surprisal=False, unit="nats", eos=True, **given
+        )
         assert ppl.total_logprob == pytest.approx(sum(full), rel=1e-9)
 
 
@@ -239,7 +243,8 @@ def test_score_parse_generate_commands(tiny, tmp_path):
     text.write_text("".join(" ".join(t.leaves()) + "\n" for t in trees))
     table = invoke("score", folder / "lm", text, "--no-progress", "--eos").splitlines()
     assert table[0].split("\t") == [
-        "sentence_id", "word_index", "word", "surprisal_bits", "unknown", "method", "pieces", "input_word_index",
+        "sentence_id", "word_index", "word", "surprisal_bits", "unknown", "method", "pieces",
+        "input_word_index",
     ]  # fmt: skip
     assert len(table) == 1 + sum(len(t.leaves()) + 1 for t in trees)
     expected = Scorer(tiny["models"]["lm"]).word_score([trees[0].leaves()], surprisal=True, unit="bits")[0]
@@ -337,7 +342,8 @@ def test_skip_long_leaves_out_what_does_not_fit_and_says_so(tiny, tmp_path):
     long = " ".join([word] * (tiny["models"]["lm"].longest_sentence() + 1))
     text.write_text(f"{word} {word}\n{long}\n{word}\n")
     refused = CliRunner().invoke(app, ["score", str(lm), str(text), "--no-progress"])
-    assert isinstance(refused.exception, SentenceTooLongError) and "sentence 2 has" in str(refused.exception)  # its id: line 2
+    assert isinstance(refused.exception, SentenceTooLongError)
+    assert "sentence 2 has" in str(refused.exception)  # named by its id, the line number
     out = tmp_path / "scores.jsonl"
     scored = CliRunner().invoke(
         app,
@@ -345,7 +351,8 @@ def test_skip_long_leaves_out_what_does_not_fit_and_says_so(tiny, tmp_path):
     )
     assert scored.exit_code == 0, scored.output
     assert "1 sentence(s) longer than the model can score" in scored.output and "left out: 2" in scored.output
-    assert [json.loads(line)["sentence_id"] for line in out.read_text().splitlines()] == [1, 3]  # line numbers
+    ids = [json.loads(line)["sentence_id"] for line in out.read_text().splitlines()]
+    assert ids == [1, 3]  # line numbers
     result = tmp_path / "ppl.json"
     ppl = ["eval", "ppl", str(text), "--model", str(lm), "--no-progress", "--skip-long", "--out", str(result)]
     assert CliRunner().invoke(app, ppl).exit_code == 0
@@ -361,7 +368,8 @@ def test_score_reads_stimuli_as_a_researcher_writes_them(tiny, tmp_path):
     known = tiny["trees"][0].leaves()
     text = tmp_path / "stimuli.txt"
     text.write_text(f"s1\t{' '.join(known)}\n\n  \ns2\tThe zorblax's didn't.\n")
-    result = CliRunner().invoke(app, ["score", str(lm), str(text), "--tokenize", "ptb", "--eos", "--no-progress"])
+    args = ["score", str(lm), str(text), "--tokenize", "ptb", "--eos", "--no-progress"]
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, (result.output, result.exception)
     header, *rows = [line.split("\t") for line in result.stdout.splitlines()]
     table = [dict(zip(header, row)) for row in rows]
@@ -373,7 +381,8 @@ def test_score_reads_stimuli_as_a_researcher_writes_them(tiny, tmp_path):
     assert second[1]["unknown"] == "true" and second[1]["pieces"].startswith("UNK")
     assert {row["method"] for row in table} == {"exact"}
     scorer = Scorer(tiny["models"]["lm"])
-    expected = scorer.word_score([["The", "zorblax", "'s", "did", "n't", "."]], surprisal=True, unit="bits")[0]
+    words = [["The", "zorblax", "'s", "did", "n't", "."]]
+    expected = scorer.word_score(words, surprisal=True, unit="bits")[0]
     assert [float(row["surprisal_bits"]) for row in second[:-1]] == pytest.approx([v for _, v in expected])
     assert "1 blank line left out (line 2)" not in result.stderr  # line 3 is blank too
     assert "2 blank lines left out (lines 2, 3); sentences keep their ids (the id column)" in result.stderr
@@ -384,7 +393,8 @@ def test_score_reads_stimuli_as_a_researcher_writes_them(tiny, tmp_path):
     read = CliRunner().invoke(app, ["score", str(lm), str(plain), "--format", "jsonl", "--no-progress"])
     records = [json.loads(line) for line in read.stdout.splitlines()]
     assert [r["sentence_id"] for r in records] == [1, 3] and [r["line"] for r in records] == [1, 3]
-    assert records[1]["words"] == ["The", "company's", "lawyers"] and records[1]["input_word_index"] == [0, 1, 2]
+    assert records[1]["words"] == ["The", "company's", "lawyers"]
+    assert records[1]["input_word_index"] == [0, 1, 2]
     assert records[1]["word_unknown"][1] is True and records[1]["method"] == "exact"
     assert "1 word would be split by --tokenize ptb" in read.stderr and "company's" in read.stderr
 
@@ -395,11 +405,11 @@ def test_score_names_the_option_for_trees_without_pos_tags(tiny, tmp_path):
     text.write_text("".join(" ".join(t.leaves()) + "\n" for t in trees))
     posless = tmp_path / "gold.trees"
     posless.write_text("".join(t.to_bracket() + "\n" for t in trees))
+    plm = tiny["folder"] / "plm"
+    args = ["score", str(plm), str(text), "--method", "gold", "--trees", str(posless), "--no-progress"]
     result = subprocess.run(
-        [sys.executable, "-m", "syntaxlm", "score", str(tiny["folder"] / "plm"), str(text), "--method", "gold",
-         "--trees", str(posless), "--no-progress"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [sys.executable, "-m", "syntaxlm", *args], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 2 and "pass --no-pos-tags" in result.stderr, result.stderr
 
 

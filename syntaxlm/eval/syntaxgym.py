@@ -592,7 +592,9 @@ class SuiteRegionValues(dict):
     """Item number → condition → region values (bits), what ``evaluate_suite`` takes, with the
     ``warnings`` of aligning the model's tokens to the regions."""
 
-    def __init__(self, values: dict[int, dict[str, list[float]]] | None = None, warnings: list[str] | None = None):
+    def __init__(
+        self, values: dict[int, dict[str, list[float]]] | None = None, warnings: list[str] | None = None
+    ):
         super().__init__(values or {})
         self.warnings: list[str] = list(warnings or [])
 

@@ -104,7 +104,8 @@ class Scorer:
     method's paper does: the beam search renormalised (structural guidance §3.2, the authors'
     search), gold and proposal trees on the model's own distribution, as trained (TG §3.1). The
     attribute holds what was resolved, and ``perplexity_logprobs`` records it. ``True`` is refused
-    for a words-only model, which has nothing to renormalise. ``context``: ``"training"`` or ``"full"`` for exact,
+    for a words-only model, which has nothing to renormalise. ``context``: ``"training"`` or
+    ``"full"`` for exact,
     gold and proposals (module docstring); the beam always reads with full context.
     ``batch_size``: sentences per batch. ``on_estimate``: for a joint model, called once, on the
     first scoring, with the pace of its first sentences (``inference.estimate``). ``parser``,
@@ -153,7 +154,8 @@ class Scorer:
             raise InferenceError(f"samples must be at least 1, got {samples}")
         if renormalise and not self.joint:
             raise InferenceError(
-                "renormalise is for a joint model (over the actions that build trees); this one reads words only"
+                "renormalise is for a joint model (over the actions that build trees); "
+                "this one reads words only"
             )
         self.method = method
         self.parser, self.samples, self.seed = parser, samples, seed
@@ -176,9 +178,9 @@ class Scorer:
     ) -> list[SentenceScores]:
         """Every sentence's ``SentenceScores`` (natural logs) by the scorer's method. ``indices``:
         what errors name the sentences by (by default their positions; a part of a longer list of
-        sentences gives their positions there, a file of stimuli their ids). ``SizeError`` before any work when what
-        the method holds for a batch (the beam's hypotheses, the proposal trees) would not fit
-        in memory."""
+        sentences gives their positions there, a file of stimuli their ids). ``SizeError`` before
+        any work when what the method holds for a batch (the beam's hypotheses, the proposal
+        trees) would not fit in memory."""
         sentences = _sentences(sentences)
         names = list(range(len(sentences))) if indices is None else list(indices)
         if len(names) != len(sentences):
@@ -298,8 +300,9 @@ class Scorer:
         vocab = self.model.vocab
         return [
             scores_record(
-                s, sentence_id=i, surprisal=surprisal, unit=unit, eos=eos, unknown=unknown_words(vocab, s.words)
-            )
+                s, sentence_id=i, surprisal=surprisal, unit=unit, eos=eos,
+                unknown=unknown_words(vocab, s.words),
+            )  # fmt: skip
             for i, s in enumerate(self.score(sentences, **given))
         ]
 

@@ -78,8 +78,8 @@ characters one word, as given; ``ptb``, each of those split by ``ptb_words``."""
 
 def tokenize(text: str, how: str) -> tuple[list[str], list[int]]:
     """``text``'s words by ``how`` (one of ``TOKENIZERS``) and, per word, the index (from 0) of the
-    space-separated word of ``text`` it comes from (``didn't`` → ``did`` ``n't``, both from it). A period is split off only at the end of the text
-    (``ptb_tokens``)."""
+    space-separated word of ``text`` it comes from (``didn't`` → ``did`` ``n't``, both from it). A
+    period is split off only at the end of the text (``ptb_tokens``)."""
     if how not in TOKENIZERS:
         raise ValueError(f"tokenize must be one of {', '.join(TOKENIZERS)}, got {how!r}")
     words: list[str] = []

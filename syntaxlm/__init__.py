@@ -1,3 +1,55 @@
-"""syntaxlm: syntactic language models (TG, PLM/SCLM, PRPN, SOM, DMLM) behind one interface."""
+"""syntaxlm: syntactic language models (TG, PLM/SCLM, PRPN, SOM, DMLM) behind one interface.
+
+What a notebook needs is here at the top level (docs/inference.md, "In a notebook"):
+
+    import syntaxlm
+
+    model = syntaxlm.load_model("runs/tg-ptb/best")
+    scorer = syntaxlm.Scorer(model, beam=syntaxlm.BeamSettings(action_beam=10, word_beam=3, fast_track=1))
+    scorer.records([syntaxlm.ptb_tokens("The dog didn't bark.")], surprisal=True, unit="bits")
+
+Each name is imported from its module on first use, so ``import syntaxlm`` itself loads neither
+torch nor a model.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# name -> the module it lives in
+_EXPORTS = {
+    "load_model": "syntaxlm.models",
+    "Scorer": "syntaxlm.inference",
+    "BeamSettings": "syntaxlm.inference",
+    "parse": "syntaxlm.inference",
+    "generate": "syntaxlm.inference",
+    "ptb_tokens": "syntaxlm.text.tokenize",
+    "load_suite": "syntaxlm.eval.syntaxgym",
+    "suite_region_values": "syntaxlm.eval.syntaxgym",
+    "evaluate_suite": "syntaxlm.eval.syntaxgym",
+    "syntaxgym_scorer": "syntaxlm.eval.scorers",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+if TYPE_CHECKING:
+    from syntaxlm.eval.scorers import syntaxgym_scorer
+    from syntaxlm.eval.syntaxgym import evaluate_suite, load_suite, suite_region_values
+    from syntaxlm.inference import BeamSettings, Scorer, generate, parse
+    from syntaxlm.models import load_model
+    from syntaxlm.text.tokenize import ptb_tokens
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'syntaxlm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value  # imported once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -698,6 +698,19 @@ class ScoreUnit(str, Enum):
     nats = "nats"
 
 
+class ScoreTokenizer(str, Enum):
+    whitespace = "whitespace"
+    ptb = "ptb"
+
+
+StimuliArgument = Annotated[
+    Path,
+    typer.Argument(
+        help="Sentences, one per line, or ID<TAB>SENTENCE on every line; blank lines are skipped."
+    ),
+]
+
+
 @inspect_app.command("probe")
 def inspect_probe(
     model: ModelArgument,
@@ -1373,10 +1386,17 @@ def eval_rt(
 def score_command(
     ctx: typer.Context,
     model: ModelArgument,
-    sentences: SentencesArgument,
+    sentences: StimuliArgument,
     method: Annotated[
         ScoreMethod, typer.Option(help="auto: exact for words-only models, beam search for joint ones.")
     ] = ScoreMethod.auto,
+    tokenize: Annotated[
+        ScoreTokenizer,
+        typer.Option(
+            help="How a line becomes words: whitespace (as given) or ptb (Penn Treebank style: "
+            "didn't -> did n't, company's -> company 's, punctuation apart), as the models were trained."
+        ),
+    ] = ScoreTokenizer.whitespace,
     format_: Annotated[
         ScoreFormat, typer.Option("--format", help="tsv: one word per line; jsonl: one sentence.")
     ] = ScoreFormat.tsv,
@@ -1397,12 +1417,14 @@ def score_command(
     skip_long: SkipLongOption = False,
     limit: SentenceLimitOption = None,
 ) -> None:
-    """Per-word surprisal of every sentence of a file under a saved model."""
+    """Per-word surprisal of every sentence of a file under a saved model (docs/inference.md)."""
     _refuse_overwriting(out, [sentences, trees, proposals])
-    from syntaxlm.data.sentences import read_given_trees, read_sentences
+    from syntaxlm.data.sentences import read_given_trees, read_stimuli
+    from syntaxlm.errors import MissingPosTagError
     from syntaxlm.inference import read_proposals, scores_record
+    from syntaxlm.inference.sentences import unknown_words
 
-    words = read_sentences(sentences)
+    stimuli = read_stimuli(sentences, tokenize_as=tokenize.value)
     if method != ScoreMethod.gold:
         _refuse_given(ctx, ["trees"], "--method gold")
     if method != ScoreMethod.proposals:
@@ -1414,29 +1436,106 @@ def score_command(
     if scorer.method != "beam":
         _refuse_given(ctx, BEAM_OPTIONS, f"the beam search (the method here is {scorer.method})")
     given = {}
-    if trees is not None:
-        given["trees"] = read_given_trees(trees, pos_tags=pos_tags)
-    if proposals is not None:
-        given["proposals"] = read_proposals(proposals, n_sentences=len(words), pos_tags=pos_tags)
-    words, given = words[:limit], {key: value[:limit] for key, value in given.items()}
-    kept, kept_words, given = _sentences_to_score(scorer, words, given, skip_long)
+    try:
+        if trees is not None:
+            given["trees"] = read_given_trees(trees, pos_tags=pos_tags)
+        if proposals is not None:
+            given["proposals"] = read_proposals(proposals, n_sentences=len(stimuli.words), pos_tags=pos_tags)
+    except MissingPosTagError as error:
+        raise error.with_hint(NO_POS_TAGS_HINT) from None
+    words, given = stimuli.words[:limit], {key: value[:limit] for key, value in given.items()}
+    _tell_how_stimuli_were_read(stimuli, words, tokenize.value, scorer.model.vocab)
+    kept, kept_words, given = _sentences_to_score(scorer, words, given, skip_long, names=stimuli.ids)
     _estimate_before(scorer, kept_words)
     with _sizes_as_options():
-        scores = scorer.score(kept_words, indices=kept, **given)
-    records = [scores_record(s, index=i, unit=unit.value, eos=eos) for i, s in zip(kept, scores, strict=True)]
-    name = f"surprisal_{unit.value}"
+        scores = scorer.score(kept_words, indices=[stimuli.ids[i] for i in kept], **given)
+    vocab = scorer.model.vocab
+    records = []
+    for i, s in zip(kept, scores, strict=True):
+        record = {"line": stimuli.lines[i]} | scores_record(
+            s, sentence_id=stimuli.ids[i], surprisal=True, unit=unit.value, eos=eos,
+            unknown=unknown_words(vocab, s.words),
+        )  # fmt: skip
+        records.append((record | {"input_word_index": stimuli.input_words[i]}, s))
     if format_ == ScoreFormat.jsonl:
-        lines = [json.dumps(record, ensure_ascii=False) for record in records]
+        lines = [json.dumps(record, ensure_ascii=False) for record, _ in records]
     else:
-        lines = [f"sentence\tword\ttoken\t{name}"]
-        for record in records:
-            values = record[f"word_{name}"] + ([record[f"end_{name}"]] if eos else [])
-            tokens = record["words"] + (["</s>"] if eos else [])
-            for position, (token, value) in enumerate(zip(tokens, values)):
-                lines.append(
-                    f"{record['sentence']}\t{position}\t{token}\t{'nan' if value is None else repr(value)}"
-                )
+        lines = _score_table(records, f"surprisal_{unit.value}", eos)
     _write_lines(lines, out)
+
+
+SCORE_COLUMNS = (
+    "sentence_id", "word_index", "word", "{measure}", "unknown", "method", "pieces", "input_word_index",
+)  # fmt: skip
+"""The columns of ``score``'s TSV, one row per word (docs/inference.md); ``{measure}`` is
+``surprisal_bits`` or ``surprisal_nats``."""
+
+
+def _score_table(records: list[tuple[dict, object]], measure: str, eos: bool) -> list[str]:
+    """``score``'s TSV lines (``SCORE_COLUMNS``) from its records and scores: a row per word, and with
+    ``eos`` a ``</s>`` row per sentence (not unknown; its pieces ``</s>``, its input word ``NA``)."""
+    lines = ["\t".join(SCORE_COLUMNS).format(measure=measure)]
+    for record, scores in records:
+        pieces = [[] for _ in record["words"]]
+        for piece, word in zip(scores.pieces, scores.piece_word):
+            pieces[int(word)].append(piece)
+        values = record[f"word_{measure}"]
+        rows = zip(record["words"], values, record["word_unknown"], pieces, record["input_word_index"])
+        if eos:
+            rows = [*rows, ("</s>", record[f"end_{measure}"], False, ["</s>"], "NA")]
+        for index, (word, value, unknown, word_pieces, source) in enumerate(rows):
+            cells = (
+                record["sentence_id"], index, word, "nan" if value is None else repr(value),
+                "true" if unknown else "false", record["method"], " ".join(word_pieces), source,
+            )  # fmt: skip
+            lines.append("\t".join(map(str, cells)))
+    return lines
+
+
+def _tell_how_stimuli_were_read(stimuli, words: list[list[str]], tokenize: str, vocab) -> None:
+    """Say on stderr what a researcher should know of how ``score`` read its stimuli: the blank lines
+    left out, the words a whitespace reading left unsplit that PTB-style tokenisation would split
+    (``--tokenize ptb``), and how many words the model reads as unknown (scored as their class)."""
+    from syntaxlm.inference.sentences import unknown_words
+    from syntaxlm.memory import counted
+    from syntaxlm.text.tokenize import ptb_words
+
+    def note(message: str) -> None:
+        typer.secho(message, err=True, fg=typer.colors.YELLOW)
+
+    if stimuli.blank_lines:
+        note(
+            f"note: {counted(len(stimuli.blank_lines), 'blank line')} left out "
+            f"({'line' if len(stimuli.blank_lines) == 1 else 'lines'} {_listed(stimuli.blank_lines)}); "
+            "sentences keep their ids "
+            f"({'the id column' if stimuli.id_column else 'their line numbers'})"
+        )
+    every = [word for sentence in words for word in sentence]
+    if tokenize == "whitespace":
+        unsplit = sorted(
+            {
+                word
+                for sentence in words
+                for k, word in enumerate(sentence)
+                if ptb_words(word, split_period=k == len(sentence) - 1) != (word,)
+            }
+        )
+        if unsplit:
+            note(
+                f"note: {counted(len(unsplit), 'word')} would be split by --tokenize ptb, as the "
+                f"models' training text was (e.g. {', '.join(unsplit[:3])}); read as given"
+            )
+    unknown = sum(sum(unknown_words(vocab, sentence)) for sentence in words)
+    if unknown:
+        note(
+            f"note: {unknown} of {len(every)} words are unknown to the model and scored as their "
+            "unknown-word class (the 'unknown' column; docs/inference.md)"
+        )
+
+
+def _listed(numbers: list[int], most: int = 10) -> str:
+    shown = ", ".join(map(str, numbers[:most]))
+    return shown + (f" and {len(numbers) - most} more" if len(numbers) > most else "")
 
 
 BEAM_OPTIONS = ["action_beam", "word_beam", "fast_track"]
@@ -1538,16 +1637,18 @@ def _estimate_before(scorer, sentences: list[list[str]], limit: str | None = LIM
 
 
 def _sentences_to_score(
-    scorer, sentences: list[list[str]], given: dict[str, list], skip_long: bool
+    scorer, sentences: list[list[str]], given: dict[str, list], skip_long: bool, *, names: list | None = None
 ) -> tuple[list[int], list[list[str]], dict[str, list]]:
     """The sentences to score, with their indices and what is given for each (``trees``,
     ``proposals``): all of them (the scorer refuses one too long for the model), or with
-    ``--skip-long`` those that fit, after a warning naming the others."""
+    ``--skip-long`` those that fit, after a warning naming the others (by ``names``, by default
+    their indices)."""
     too_long = set(scorer.too_long(sentences)) if skip_long else set()
     if too_long:
+        named = [names[i] if names is not None else i for i in sorted(too_long)]
         typer.secho(
             f"warning: {len(too_long)} sentence(s) longer than the model can score "
-            f"({scorer.model.longest_sentence()} pieces) left out: {', '.join(map(str, sorted(too_long)))}",
+            f"({scorer.model.longest_sentence()} pieces) left out: {', '.join(map(str, named))}",
             err=True,
             fg=typer.colors.YELLOW,
         )

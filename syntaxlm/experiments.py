@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import time
@@ -311,14 +310,15 @@ def suite_results(
 
 
 def _suite_result(scorer, suite, progress: bool) -> dict:
-    from syntaxlm.eval.scorers import syntaxgym_scorer, unknown_words
+    from syntaxlm.eval.scorers import syntaxgym_scorer
     from syntaxlm.eval.syntaxgym import evaluate_suite, suite_region_values, suite_unknown_words
+    from syntaxlm.inference.sentences import unknown_words
 
     token_scorer, convention = syntaxgym_scorer(scorer)
     values = suite_region_values(suite, token_scorer, convention, progress=progress)
     unknown = suite_unknown_words(suite, functools.partial(unknown_words, scorer.model.vocab))
     options = {"method": scorer.method} | beam_options(scorer)
-    result = evaluate_suite(suite, values.values).to_json()
+    result = evaluate_suite(suite, values).to_json()
     return {**result, **unknown, "warnings": values.warnings, **options}
 
 
@@ -546,8 +546,9 @@ def proposal_perplexity(
     ]
     upper_bounds = {f"sum over {samples} different trees": bound.per_word}
     if beam is not None:  # over the model's own distribution, as the two above
-        beam = dataclasses.replace(beam, renormalise=False)
-        searcher = Scorer(model, method="beam", beam=beam, batch_size=batch_size, progress=progress)
+        searcher = Scorer(
+            model, method="beam", beam=beam, renormalise=False, batch_size=batch_size, progress=progress
+        )
         logprobs, ends, marginalisation = perplexity_logprobs(searcher, sentences)
         searched = perplexity(logprobs, ends, marginalisation=marginalisation)
         result["beam"] = searched.to_json()

@@ -205,8 +205,8 @@ def test_unbounded_beams_are_exact(style, renormalise):
     grammar = model.action_grammar()
     for words in (["x"], ["x", "y"], ["z", "x", "y"]):
         pieces = model.ids(words)
-        settings = BeamSettings(10**9, 10**9, 10**9, max_open=3, max_openers=2, renormalise=renormalise)
-        found = search_pieces(grammar, model.decoder, [pieces], settings)[0]
+        settings = BeamSettings(10**9, 10**9, 10**9, max_open=3, max_openers=2)
+        found = search_pieces(grammar, model.decoder, [pieces], settings, renormalise=renormalise)[0]
         prefix, total = exact_marginals(
             grammar, model.decoder, pieces, max_open=3, max_openers=2, renormalise=renormalise
         )

@@ -38,13 +38,13 @@ def tiny(tmp_path_factory):
 def invoke(*args) -> str:
     result = CliRunner().invoke(app, [str(a) for a in args])
     assert result.exit_code == 0, (result.output, result.exception)
-    return result.output
+    return result.stdout
 
 
 def test_score_and_parse_take_the_first_n_sentences(tiny):
     text = tiny / "sentences.txt"
     table = invoke("score", tiny / "lm", text, "--limit", "2", "--no-progress").splitlines()
-    assert {line.split("\t")[0] for line in table[1:]} == {"0", "1"}
+    assert {line.split("\t")[0] for line in table[1:]} == {"1", "2"}  # sentence ids: line numbers
     trees = invoke("parse", tiny / "tg", text, *BEAM, "--limit", "1", "--no-progress").splitlines()
     assert [tree.count(" ") > 0 for tree in trees] == [True]
     assert "--limit" in CliRunner().invoke(app, ["score", str(tiny / "lm"), str(text), "--limit", "0"]).output

@@ -31,7 +31,6 @@ from syntaxlm.eval.reading_times import (
     Token,
     TokenSurprisals,
     exclusions,
-    ptb_words,
     read_natural_stories,
     read_reading_corpus,
     read_rt_table,
@@ -42,6 +41,7 @@ from syntaxlm.inference import Scorer
 from syntaxlm.models import build_model
 from syntaxlm.results import check_result, read_result, result_record, write_result
 from syntaxlm.text.subword import SubwordVocab
+from syntaxlm.text.tokenize import ptb_words
 from syntaxlm.text.vocab import WordVocab
 from syntaxlm.trees.tree import Tree
 from tests.test_beam import TINY
@@ -94,15 +94,6 @@ def write_natural_stories(folder, *, rts_lines=None, words_lines=None):
     (folder / "freqs_freqs-1.tsv").write_text("\n".join(frequencies) + "\n")
     (folder / "parses" / "all-parses-aligned.txt.penn").write_text(PARSES)
     return folder
-
-
-def test_displayed_tokens_are_split_as_the_penn_treebank_does():
-    assert ptb_words("owners.") == ("owners", ".")
-    assert ptb_words("'It's") == ("``", "It", "'s")
-    assert ptb_words("raining,'") == ("raining", ",", "''")
-    assert ptb_words("(so)") == ("-LRB-", "so", "-RRB-")
-    assert ptb_words("don't,") == ("do", "n't", ",")
-    assert ptb_words("long-bearded") == ("long-bearded",)
 
 
 def test_natural_stories_tokens_are_aligned_to_the_parse_leaves(tmp_path):

@@ -20,12 +20,13 @@ from syntaxlm.data.synthetic import write_synthetic_treebank
 from syntaxlm.errors import SyntaxlmError
 from syntaxlm.eval.blimp import MinimalPair, score_blimp
 from syntaxlm.eval.perplexity import perplexity
-from syntaxlm.eval.scorers import blimp_scorer, ptb_tokens, syntaxgym_scorer
+from syntaxlm.eval.scorers import blimp_scorer, syntaxgym_scorer
 from syntaxlm.eval.syntaxgym import evaluate_suite, load_suite, suite_region_values
 from syntaxlm.inference import BeamSettings, Scorer, parse, perplexity_logprobs, write_jsonl
 from syntaxlm.inference.scorer import SentenceTooLongError, scores_record
 from syntaxlm.models import build_model
 from syntaxlm.text.build import build_vocabulary
+from syntaxlm.text.tokenize import ptb_tokens
 from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
 from syntaxlm.trees.ptb import TreeReader, read_trees
 from syntaxlm.trees.tree import Tree
@@ -38,28 +39,32 @@ def test_units_measures_reductions_and_the_end():
     scorer = Scorer(ToyModel("rnng", seed=1), beam=SMALL_BEAM)
     sentences = [["x", "y"], ["z", "x", "y"]]
     scores = scorer.score(sentences)
-    nats = scorer.word_score(sentences)
+    nats = scorer.word_score(sentences, surprisal=False, unit="nats")
     bits = scorer.word_score(sentences, surprisal=True, unit="bits", eos=True)
     for s, n, b in zip(scores, nats, bits):
         assert [w for w, _ in n] == list(s.words) and [w for w, _ in b] == [*s.words, "</s>"]
         np.testing.assert_allclose([v for _, v in n], s.word_logprobs)
         np.testing.assert_allclose([v for _, v in b][:-1], -s.word_logprobs / math.log(2))
         assert b[-1][1] == pytest.approx(-s.end_logprob / math.log(2))
-    pieces = scorer.token_score(sentences, eos=True)
+    pieces = scorer.token_score(sentences, surprisal=False, unit="nats", eos=True)
     assert [p for p, _ in pieces[0]] == ["x", "y", "</s>"]
-    total = scorer.sequence_score(sentences, reduction="sum")
+    total = scorer.sequence_score(sentences, reduction="sum", surprisal=False, unit="nats")
     assert total == pytest.approx([s.logprob for s in scores])
-    prefix = scorer.sequence_score(sentences, reduction="sum", eos=False)
+    prefix = scorer.sequence_score(sentences, reduction="sum", surprisal=False, unit="nats", eos=False)
     assert prefix == pytest.approx([s.prefix_logprob for s in scores])
     mean_bits = scorer.sequence_score(sentences, reduction="mean", surprisal=True, unit="bits")
     assert mean_bits[1] == pytest.approx(-scores[1].logprob / 4 / math.log(2))
     assert scores[0].method == "beam" and Scorer(ToyModel("words")).method == "exact"
-    with pytest.raises(TypeError):
-        scorer.sequence_score(sentences)  # the reduction is always said
+    for unsaid in ({"surprisal": True, "unit": "bits"}, {"reduction": "sum", "unit": "bits"}):
+        with pytest.raises(TypeError):
+            scorer.sequence_score(sentences, **unsaid)  # the reduction, measure and unit are always said
+    for score in (scorer.word_score, scorer.token_score, scorer.records):
+        with pytest.raises(TypeError):
+            score(sentences)
     with pytest.raises(ValueError, match="reduction"):
-        scorer.sequence_score(sentences, reduction="max")
+        scorer.sequence_score(sentences, reduction="max", surprisal=True, unit="bits")
     with pytest.raises(ValueError, match="unit"):
-        scorer.word_score(sentences, unit="bans")
+        scorer.word_score(sentences, surprisal=True, unit="bans")
     with pytest.raises(TypeError, match="string"):
         scorer.score(["x y"])
 
@@ -101,27 +106,13 @@ def test_records_name_their_measure_and_unit(tmp_path):
     assert record["sentence_surprisal_bits"] == pytest.approx(
         sum(record["word_surprisal_bits"]) + record["end_surprisal_bits"]
     )
-    logprob = scores_record(scorer.score([["x"]])[0], index=4, surprisal=False, unit="nats")
-    assert logprob["sentence"] == 4 and "word_logprob_nats" in logprob
+    assert record["word_unknown"] == [False, False, False]
+    logprob = scores_record(scorer.score([["x"]])[0], sentence_id="item-4", surprisal=False, unit="nats")
+    assert logprob["sentence_id"] == "item-4" and "word_logprob_nats" in logprob
+    assert "word_unknown" not in logprob  # not asked for
     path = tmp_path / "scores.jsonl"
     assert write_jsonl(path, records + [logprob]) == 2
-    assert [json.loads(line)["sentence"] for line in path.read_text().splitlines()] == [0, 4]
-
-
-def test_ptb_tokens():
-    assert ptb_tokens('The cats don\'t sleep, "really".') == [
-        "The",
-        "cats",
-        "do",
-        "n't",
-        "sleep",
-        ",",
-        '"',
-        "really",
-        '"',
-        ".",
-    ]
-    assert ptb_tokens("Who's there?") == ["Who", "'s", "there", "?"]
+    assert [json.loads(line)["sentence_id"] for line in path.read_text().splitlines()] == [0, "item-4"]
 
 
 # --- the evaluations through the adapters, on tiny real models ----------------------------------------
@@ -151,8 +142,8 @@ def test_syntaxgym_suites_score_with_any_model(tiny, name):
     item = suite.items[0]
     condition = next(iter(item.regions))
     expected = scorer.word_score([item.sentence(condition).split()], surprisal=True, unit="bits")[0]
-    assert sum(values.values[item.item_number][condition]) == pytest.approx(sum(v for _, v in expected))
-    result = evaluate_suite(suite, values.values)
+    assert sum(values[item.item_number][condition]) == pytest.approx(sum(v for _, v in expected))
+    result = evaluate_suite(suite, values)
     assert 0 <= result.accuracy_pred0 <= 1
 
 
@@ -163,7 +154,8 @@ def test_blimp_and_perplexity_score_with_any_model(tiny):
         MinimalPair("p", 1, "Who's here?", "Who here's?", "anaphor_agreement", "syntax"),
     ]
     result = score_blimp(pairs, blimp_scorer(scorer), batch_size=3)
-    expected = scorer.sequence_score([ptb_tokens("The man sees him.")], reduction="sum")[0]
+    words = [ptb_tokens("The man sees him.")]
+    expected = scorer.sequence_score(words, reduction="sum", surprisal=False, unit="nats")[0]
     assert result.pairs[0].logprob_good == pytest.approx(expected)
     sentences = [t.leaves() for t in tiny["trees"]]
     for method, given in (("beam", {}), ("gold", {"trees": tiny["trees"]})):
@@ -173,7 +165,9 @@ def test_blimp_and_perplexity_score_with_any_model(tiny):
         ppl = perplexity(logprobs, ends, marginalisation=metadata)
         assert ppl.n_words == sum(map(len, sentences)) and ppl.per_word > ppl.per_token > 1
         # The end entry (the closing actions of the joint model) is part of log p(sentence).
-        full = scorer.sequence_score(sentences, reduction="sum", eos=True, **given)
+        full = scorer.sequence_score(
+            sentences, reduction="sum", surprisal=False, unit="nats", eos=True, **given
+        )
         assert ppl.total_logprob == pytest.approx(sum(full), rel=1e-9)
 
 
@@ -240,7 +234,7 @@ def test_parse(tiny):
 def invoke(*args):
     result = CliRunner().invoke(app, [str(a) for a in args])
     assert result.exit_code == 0, (result.output, result.exception)
-    return result.output
+    return result.stdout
 
 
 def test_score_parse_generate_commands(tiny, tmp_path):
@@ -248,7 +242,10 @@ def test_score_parse_generate_commands(tiny, tmp_path):
     text = tmp_path / "sentences.txt"
     text.write_text("".join(" ".join(t.leaves()) + "\n" for t in trees))
     table = invoke("score", folder / "lm", text, "--no-progress", "--eos").splitlines()
-    assert table[0] == "sentence\tword\ttoken\tsurprisal_bits"
+    assert table[0].split("\t") == [
+        "sentence_id", "word_index", "word", "surprisal_bits", "unknown", "method", "pieces",
+        "input_word_index",
+    ]  # fmt: skip
     assert len(table) == 1 + sum(len(t.leaves()) + 1 for t in trees)
     expected = Scorer(tiny["models"]["lm"]).word_score([trees[0].leaves()], surprisal=True, unit="bits")[0]
     assert float(table[1].split("\t")[3]) == pytest.approx(expected[0][1])
@@ -345,15 +342,17 @@ def test_skip_long_leaves_out_what_does_not_fit_and_says_so(tiny, tmp_path):
     long = " ".join([word] * (tiny["models"]["lm"].longest_sentence() + 1))
     text.write_text(f"{word} {word}\n{long}\n{word}\n")
     refused = CliRunner().invoke(app, ["score", str(lm), str(text), "--no-progress"])
-    assert isinstance(refused.exception, SentenceTooLongError) and "sentence 1 has" in str(refused.exception)
+    assert isinstance(refused.exception, SentenceTooLongError)
+    assert "sentence 2 has" in str(refused.exception)  # named by its id, the line number
     out = tmp_path / "scores.jsonl"
     scored = CliRunner().invoke(
         app,
         ["score", str(lm), str(text), "--no-progress", "--skip-long", "--format", "jsonl", "--out", str(out)],
     )
     assert scored.exit_code == 0, scored.output
-    assert "1 sentence(s) longer than the model can score" in scored.output and "left out: 1" in scored.output
-    assert [json.loads(line)["sentence"] for line in out.read_text().splitlines()] == [0, 2]
+    assert "1 sentence(s) longer than the model can score" in scored.output and "left out: 2" in scored.output
+    ids = [json.loads(line)["sentence_id"] for line in out.read_text().splitlines()]
+    assert ids == [1, 3]  # line numbers
     result = tmp_path / "ppl.json"
     ppl = ["eval", "ppl", str(text), "--model", str(lm), "--no-progress", "--skip-long", "--out", str(result)]
     assert CliRunner().invoke(app, ppl).exit_code == 0
@@ -361,9 +360,62 @@ def test_skip_long_leaves_out_what_does_not_fit_and_says_so(tiny, tmp_path):
     assert record["options"]["skipped_too_long"] == [1] and record["result"]["n_sentences"] == 2
 
 
+def test_score_reads_stimuli_as_a_researcher_writes_them(tiny, tmp_path):
+    """Ids from an id column stay with their sentences past blank lines (left out, and said);
+    ``--tokenize ptb`` splits clitics and punctuation off, each word naming the input word it
+    comes from; the TSV names the method, flags unknown words and lists each word's pieces."""
+    lm = tiny["folder"] / "lm"
+    known = tiny["trees"][0].leaves()
+    text = tmp_path / "stimuli.txt"
+    text.write_text(f"s1\t{' '.join(known)}\n\n  \ns2\tThe zorblax's didn't.\n")
+    args = ["score", str(lm), str(text), "--tokenize", "ptb", "--eos", "--no-progress"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, (result.output, result.exception)
+    header, *rows = [line.split("\t") for line in result.stdout.splitlines()]
+    table = [dict(zip(header, row)) for row in rows]
+    assert [row["sentence_id"] for row in table] == ["s1"] * (len(known) + 1) + ["s2"] * 7
+    second = [row for row in table if row["sentence_id"] == "s2"]
+    assert [row["word"] for row in second] == ["The", "zorblax", "'s", "did", "n't", ".", "</s>"]
+    assert [row["input_word_index"] for row in second] == ["0", "1", "1", "2", "2", "2", "NA"]
+    assert [row["word_index"] for row in second] == [str(i) for i in range(7)]
+    assert second[1]["unknown"] == "true" and second[1]["pieces"].startswith("UNK")
+    assert {row["method"] for row in table} == {"exact"}
+    scorer = Scorer(tiny["models"]["lm"])
+    words = [["The", "zorblax", "'s", "did", "n't", "."]]
+    expected = scorer.word_score(words, surprisal=True, unit="bits")[0]
+    assert [float(row["surprisal_bits"]) for row in second[:-1]] == pytest.approx([v for _, v in expected])
+    assert "1 blank line left out (line 2)" not in result.stderr  # line 3 is blank too
+    assert "2 blank lines left out (lines 2, 3); sentences keep their ids (the id column)" in result.stderr
+    assert "unknown to the model and scored as their unknown-word class" in result.stderr
+
+    plain = tmp_path / "plain.txt"
+    plain.write_text(f"{' '.join(known)}\n\nThe company's lawyers\n")
+    read = CliRunner().invoke(app, ["score", str(lm), str(plain), "--format", "jsonl", "--no-progress"])
+    records = [json.loads(line) for line in read.stdout.splitlines()]
+    assert [r["sentence_id"] for r in records] == [1, 3] and [r["line"] for r in records] == [1, 3]
+    assert records[1]["words"] == ["The", "company's", "lawyers"]
+    assert records[1]["input_word_index"] == [0, 1, 2]
+    assert records[1]["word_unknown"][1] is True and records[1]["method"] == "exact"
+    assert "1 word would be split by --tokenize ptb" in read.stderr and "company's" in read.stderr
+
+
+def test_score_names_the_option_for_trees_without_pos_tags(tiny, tmp_path):
+    trees = tiny["trees"]
+    text = tmp_path / "sentences.txt"
+    text.write_text("".join(" ".join(t.leaves()) + "\n" for t in trees))
+    posless = tmp_path / "gold.trees"
+    posless.write_text("".join(t.to_bracket() + "\n" for t in trees))
+    plm = tiny["folder"] / "plm"
+    args = ["score", str(plm), str(text), "--method", "gold", "--trees", str(posless), "--no-progress"]
+    result = subprocess.run(
+        [sys.executable, "-m", "syntaxlm", *args], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 2 and "pass --no-pos-tags" in result.stderr, result.stderr
+
+
 def test_command_errors_are_one_clear_line(tiny, tmp_path):
     text = tmp_path / "sentences.txt"
-    text.write_text("a b\n\nc\n")
+    text.write_text("a b\nitem-2\tc\n")
     result = subprocess.run(
         [sys.executable, "-m", "syntaxlm", "score", str(tiny["folder"] / "lm"), str(text), "--no-progress"],
         capture_output=True,
@@ -373,7 +425,8 @@ def test_command_errors_are_one_clear_line(tiny, tmp_path):
     assert (
         result.returncode == 2
         and result.stderr.strip()
-        == f"error: {text}:2: empty line; expected a sentence: words separated by spaces"
+        == f"error: {text}:2: this line has an id (a tab), but line 1 has none; expected a sentence per "
+        "line, or ID<TAB>SENTENCE on every line"
     )
     text.write_text("a b\n")
     missing = CliRunner().invoke(app, ["parse", str(tmp_path), str(text)])

@@ -632,8 +632,9 @@ def test_seeds_and_batch_sizes_out_of_range_are_refused_by_their_option(saved, a
 MISLEADING = [
     (("parse", "TG", "S", "--method", "rerank", "--proposals", "BAD", "--no-pos-tags"),
      "sentence 1: the words of a proposal tree ('other words') differ from the sentence"),
+    # score names a sentence by its id, here its line number
     (("score", "TG", "S", "--method", "proposals", "--proposals", "BAD", "--no-pos-tags"),
-     "sentence 1: the words of a proposal tree ('other words') differ from the sentence"),
+     "sentence 2: the words of a proposal tree ('other words') differ from the sentence"),
     (("eval", "ppl", "S", "--model", "TG", "--method", "proposals", "--proposals", "BAD", "--no-pos-tags"),
      "sentence 1: the words of a proposal tree ('other words') differ from the sentence"),
     (("eval", "ppl", "S", "--model", "TG", "--method", "proposals", "--parser", "P", "--samples", "4"),

@@ -656,10 +656,10 @@ def test_suite_region_values_from_a_token_scorer_feed_evaluation():
 
     region_values = suite_region_values(suite, scorer, WORDS, batch_size=3)
     assert seen == ["The keys are here", "The keys is here"] * 2
-    assert region_values.values[1]["mismatch"] == pytest.approx(
+    assert region_values[1]["mismatch"] == pytest.approx(
         [2 / math.log(2), 5 / math.log(2), 2 / math.log(2)]
     )
-    assert evaluate_suite(suite, region_values.values).accuracy_pred0 == 1.0
+    assert evaluate_suite(suite, region_values).accuracy_pred0 == 1.0  # as docs/inference.md calls it
 
 
 # -- words the model does not know -------------------------------------------------------------------------

@@ -44,6 +44,7 @@ import numpy as np
 
 from syntaxlm.errors import InputFormatError, TreeFormatError
 from syntaxlm.files import read_lines
+from syntaxlm.text.tokenize import ptb_words
 from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
 from syntaxlm.trees.ptb import TreeReader
 from syntaxlm.trees.tree import Tree
@@ -493,28 +494,6 @@ def _natural_stories_parses(
 
 TSV_COLUMNS = ("text", "position", "token", "rt", "frequency")
 _SENTENCE_END = re.compile(r"[.?!][\"')\]’”»]*$")
-_OPENING_QUOTES = {'"': "``", "'": "``", "“": "``", "‘": "``"}
-_CLOSING_QUOTES = {'"': "''", "'": "''", "”": "''", "’": "''"}
-_BRACKETS = {"(": "-LRB-", ")": "-RRB-", "[": "-LSB-", "]": "-RSB-"}
-
-
-def ptb_words(token: str) -> tuple[str, ...]:
-    """A displayed token as Penn-Treebank-style words: punctuation off its edges, clitics off their
-    host, quotes as `````` and ``''``, brackets as ``-LRB-`` ... (``"'It's`` → `````` ``It`` ``'s``)."""
-    from syntaxlm.eval.scorers import ptb_tokens
-
-    words = ptb_tokens(token) or [token]
-    out = []
-    seen_word = False
-    for word in words:
-        if word in _OPENING_QUOTES and not seen_word:
-            out.append(_OPENING_QUOTES[word])
-        elif word in _CLOSING_QUOTES:
-            out.append(_CLOSING_QUOTES[word])
-        else:
-            out.append(_BRACKETS.get(word, word))
-            seen_word = seen_word or word not in _BRACKETS
-    return tuple(out)
 
 
 def without_edge_punctuation(token: str) -> str:

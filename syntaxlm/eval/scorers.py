@@ -3,8 +3,8 @@
 The evaluations never see a model or a scorer: SyntaxGym reads a ``TokenScorer`` and BLiMP a
 ``SentenceScorer``. ``syntaxgym_scorer`` and ``blimp_scorer`` make them from a scorer, so that
 inference knows nothing of the evaluations, and the evaluations themselves nothing of inference.
-``unknown_words`` says which words a model's vocabulary does not know (the unknown-word counts of
-both evaluations; ``blimp_words`` for BLiMP's tokenisation).
+``inference.sentences.unknown_words`` says which words a model's vocabulary does not know (the
+unknown-word counts of both evaluations; ``blimp_words`` for BLiMP's tokenisation, ``ptb_tokens``).
 For reading times, ``story_surprisals`` gives per-word surprisal along stories, each read as one
 document or sentence by sentence (``story_context``), and which words the model does not know.
 """
@@ -12,13 +12,14 @@ document or sentence by sentence (``story_context``), and which words the model 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from syntaxlm.eval.syntaxgym import ScoredTokens, TokenizerConvention
 from syntaxlm.inference.scorer import END, Scorer
+from syntaxlm.inference.sentences import unknown_words
+from syntaxlm.text.tokenize import ptb_tokens
 
 
 def syntaxgym_scorer(scorer: Scorer, *, eos: bool = False):
@@ -44,37 +45,13 @@ def syntaxgym_scorer(scorer: Scorer, *, eos: bool = False):
     return score, convention
 
 
-_CLITIC = re.compile(r"(?i)^(.+?)(n't|'s|'re|'ve|'ll|'d|'m)$")
-_EDGE_PUNCTUATION = ".,!?;:\"'()"
-
-
-def ptb_tokens(text: str) -> list[str]:
-    """A sentence split roughly as the Penn Treebank does: punctuation off the edges of words
-    and clitics off their hosts (``don't`` → ``do n't``, ``cat's`` → ``cat 's``)."""
-    tokens: list[str] = []
-    for chunk in text.split():
-        before: list[str] = []
-        after: list[str] = []
-        while chunk and chunk[0] in _EDGE_PUNCTUATION:
-            before.append(chunk[0])
-            chunk = chunk[1:]
-        while chunk and chunk[-1] in _EDGE_PUNCTUATION:
-            after.append(chunk[-1])
-            chunk = chunk[:-1]
-        middle = [chunk] if chunk else []
-        match = _CLITIC.match(chunk) if chunk else None
-        if match:
-            middle = [match.group(1), match.group(2)]
-        tokens.extend([*before, *middle, *reversed(after)])
-    return tokens
-
-
 def blimp_scorer(scorer: Scorer, *, tokenize: Callable[[str], list[str]] = ptb_tokens):
     """A ``SentenceScorer`` for ``blimp.score_blimp``: each sentence's full log-probability
     (its words and the end), after ``tokenize`` (PTB-like splitting by default)."""
 
     def score(sentences: Sequence[str]) -> list[float]:
-        return scorer.sequence_score([tokenize(s) for s in sentences], reduction="sum", eos=True)
+        words = [tokenize(s) for s in sentences]
+        return scorer.sequence_score(words, reduction="sum", surprisal=False, unit="nats", eos=True)
 
     return score
 
@@ -105,21 +82,6 @@ def model_blimp(scorer: Scorer, pairs, *, batch_size: int, progress: bool = Fals
 
 DOCUMENT_LABEL = "DOC"  # the root of document-level training trees (structure.actions.document_tree)
 STORY_CONTEXTS = ("auto", "document", "sentence")
-
-
-def unknown_words(vocab, words: Sequence[str]) -> list[bool]:
-    """Per word, whether the vocabulary reads it (or a piece of it) as unknown: ``<unk>`` or a
-    Berkeley unknown-word class."""
-    from syntaxlm.inference.sentences import encode_sentence
-    from syntaxlm.text.base import UNK
-
-    unknown = {UNK, *getattr(vocab, "unk_classes", ())}
-    encoded = encode_sentence(vocab, words)
-    flags = [False] * len(words)
-    for piece, word in zip(encoded.pieces, encoded.piece_word):
-        if piece in unknown:
-            flags[int(word)] = True
-    return flags
 
 
 def story_context(scorer: Scorer, stories: Sequence[Sequence[str]], asked: str) -> tuple[str, str]:

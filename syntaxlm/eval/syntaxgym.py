@@ -588,10 +588,15 @@ TokenScorer = Callable[[Sequence[str]], Sequence[ScoredTokens]]
 """Sentences → one ``ScoredTokens`` each, in order."""
 
 
-@dataclass(frozen=True)
-class SuiteRegionValues:
-    values: dict[int, dict[str, list[float]]]  # item number → condition → region values (bits)
-    warnings: list[str] = field(default_factory=list)
+class SuiteRegionValues(dict):
+    """Item number → condition → region values (bits), what ``evaluate_suite`` takes, with the
+    ``warnings`` of aligning the model's tokens to the regions."""
+
+    def __init__(
+        self, values: dict[int, dict[str, list[float]]] | None = None, warnings: list[str] | None = None
+    ):
+        super().__init__(values or {})
+        self.warnings: list[str] = list(warnings or [])
 
 
 def suite_region_values(
@@ -603,7 +608,7 @@ def suite_region_values(
     progress: bool = False,
 ) -> SuiteRegionValues:
     """Region values of every sentence of the suite from a token scorer (called on batches of
-    ``batch_size`` sentences), ready for ``evaluate_suite``."""
+    ``batch_size`` sentences), ready for ``evaluate_suite(suite, values)``."""
     sentences = list(suite.sentences())
     result = SuiteRegionValues({item.item_number: {} for item in suite.items})
     for start in tqdm(
@@ -625,7 +630,7 @@ def suite_region_values(
                 convention=convention,
                 unknown_mask=reading.unknown_mask,
             )
-            result.values[item_number][condition] = list(surprisals.values_bits)
+            result[item_number][condition] = list(surprisals.values_bits)
             result.warnings.extend(surprisals.warnings)
     return result
 

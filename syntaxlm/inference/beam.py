@@ -91,8 +91,9 @@ class BeamSettings:
     """Sizes and bounds of the search (the paper's 100 / 10 / 5 by default).
 
     ``max_open``: constituents open at once (the authors' ``max_open_nt`` is 50);
-    ``max_openers``: opening actions in a row (a unary chain of that many nodes);
-    ``renormalise``: renormalise over the grammar's valid actions (module docstring).
+    ``max_openers``: opening actions in a row (a unary chain of that many nodes). Whether the
+    model's distribution is renormalised over the grammar's valid actions is the search's
+    ``renormalise`` argument (module docstring), not a size.
     """
 
     action_beam: int = 100
@@ -100,7 +101,6 @@ class BeamSettings:
     fast_track: int = 5
     max_open: int = 50
     max_openers: int = 8
-    renormalise: bool = True
 
     def __post_init__(self):
         for name in ("action_beam", "word_beam", "max_open", "max_openers"):
@@ -208,6 +208,7 @@ def search_pieces(
     settings: BeamSettings = PAPER_BEAM,
     *,
     word_starts: Sequence[Sequence[bool]] | None = None,
+    renormalise: bool = True,
 ) -> list[PieceBeam]:
     """The word-synchronous beam search over sentences given as word-piece ids, all of them
     through one decoder from ``make_decoder`` (each round: one ``logprobs``, one ``advance``).
@@ -216,6 +217,7 @@ def search_pieces(
     A piece that continues a word follows the piece before it directly: no constituent opens or
     closes inside a word (such actions still count in the normaliser; they are not expanded).
     A search over trees needs a decoder with ``supports_keep`` (module docstring).
+    ``renormalise``: renormalise over the grammar's valid actions (module docstring).
     """
     space = (
         grammar
@@ -242,7 +244,7 @@ def search_pieces(
     held = HeldPrefixes(make_decoder, len(state))
     if space.tree and not held.keeps:
         raise InferenceError("a search over trees needs a decoder that keeps prefixes (supports_keep)")
-    search = _Search(space, settings, state, held)
+    search = _Search(space, settings, state, held, renormalise=renormalise)
     with torch.no_grad():
         while search.round():
             pass
@@ -276,11 +278,17 @@ class _Search:
     sentence, role (CURRENT, NEXT, FINISH), score and parser state; rows grouped by sentence."""
 
     def __init__(
-        self, space: ActionSpace, settings: BeamSettings, sentences: list[_Sentence], held: HeldPrefixes
+        self,
+        space: ActionSpace,
+        settings: BeamSettings,
+        sentences: list[_Sentence],
+        held: HeldPrefixes,
+        *,
+        renormalise: bool,
     ):
         self.space = space
         self.settings = settings
-        self.renormalise = settings.renormalise and space.tree
+        self.renormalise = renormalise and space.tree
         self.sentences = sentences
         self.held = held
         self.stacks, self.history = Nodes(), Nodes()
@@ -469,12 +477,14 @@ def beam_search(
     sentences: Sequence[Sequence[str]],
     settings: BeamSettings = PAPER_BEAM,
     *,
+    renormalise: bool = True,
     batch_size: int = 16,
     progress: bool = False,
 ) -> list[SentenceScores]:
     """Word-synchronous beam search on sentences of words with a model that offers
     ``action_grammar()``, ``decoder()`` and ``vocab``: per-piece log-probabilities (prefix
     differences), the end, and the incremental parse (``tree``; None for words-only models).
+    ``renormalise``: over the grammar's valid actions (module docstring).
 
     Sentences are searched ``batch_size`` at a time, shortest first, in one decoder.
     ``SizeError`` before any work when the hypotheses of a batch would not fit in memory
@@ -495,9 +505,10 @@ def beam_search(
                 [encoded[i].ids for i in batch],
                 settings,
                 word_starts=[encoded[i].word_starts for i in batch],
+                renormalise=renormalise,
             )
             for i, beam in zip(batch, found):
-                results[i] = _beam_scores(space, encoded[i], beam, settings)
+                results[i] = _beam_scores(space, encoded[i], beam, settings, renormalise)
     return results  # type: ignore[return-value]
 
 
@@ -532,7 +543,7 @@ def check_beam_size(model, space: ActionSpace, settings: BeamSettings, batch: in
 
 
 def _beam_scores(
-    space: ActionSpace, sentence: EncodedSentence, beam: PieceBeam, settings: BeamSettings
+    space: ActionSpace, sentence: EncodedSentence, beam: PieceBeam, settings: BeamSettings, renormalise: bool
 ) -> SentenceScores:
     prefix = beam.prefix_logprobs
     with np.errstate(invalid="ignore"):
@@ -545,7 +556,7 @@ def _beam_scores(
         "action_beam": settings.action_beam,
         "word_beam": settings.word_beam,
         "fast_track": settings.fast_track,
-        "renormalised": bool(settings.renormalise and space.tree),
+        "renormalised": bool(renormalise and space.tree),
         "exhausted_pieces": beam.exhausted_pieces,
         "forced_pieces": beam.forced_pieces,
         "rounds": beam.rounds,

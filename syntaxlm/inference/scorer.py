@@ -1,13 +1,13 @@
 """Scoring sentences with any model: the user-facing ``Scorer``, ``parse``, and the evaluation adapters.
 
 ``Scorer(model, method=...)`` gives word-piece, word and sentence scores under the names researchers
-know from minicons, with the unit and the measure always explicit:
+know from minicons, with the measure and the unit always said (no defaults):
 
-    scorer = Scorer(model)                                    # method="auto"
-    scorer.token_score(sentences, surprisal=True, unit="bits")  # [[(piece, bits), ...], ...]
-    scorer.word_score(sentences)                              # [[(word, nats), ...], ...]
-    scorer.sequence_score(sentences, reduction="sum")         # [log p(sentence), ...]
-    scorer.records(sentences, surprisal=True, unit="bits")    # JSON-able dicts, one per sentence
+    scorer = Scorer(model)                                                # method="auto"
+    scorer.token_score(sentences, surprisal=True, unit="bits")            # [[(piece, bits), ...], ...]
+    scorer.word_score(sentences, surprisal=False, unit="nats")            # [[(word, log p), ...], ...]
+    scorer.sequence_score(sentences, reduction="sum", surprisal=False, unit="nats")  # [log p(x), ...]
+    scorer.records(sentences, surprisal=True, unit="bits")                # JSON-able, one per sentence
 
 Methods (``method=``):
 
@@ -66,7 +66,7 @@ from syntaxlm.inference.marginal import (
     proposal_scores,
     rerank,
 )
-from syntaxlm.inference.sentences import SentenceScores, encode_sentence
+from syntaxlm.inference.sentences import SentenceScores, encode_sentence, unknown_words
 from syntaxlm.memory import counted
 from syntaxlm.trees.tree import Tree
 
@@ -98,9 +98,14 @@ def measure_name(surprisal: bool, unit: Unit) -> str:
 class Scorer:
     """Scores sentences with one model and one method (module docstring).
 
-    ``beam``: the search's settings (the paper's 100/10/5 by default); ``renormalise``: for the
-    gold and proposal methods, renormalise over valid actions as the beam does (default: the
-    model's own distribution, as trained). ``context``: ``"training"`` or ``"full"`` for exact,
+    ``beam``: the search's sizes (the paper's 100/10/5 by default). ``renormalise``: for a joint
+    model, whether its distribution is renormalised over the actions the grammar allows
+    (docs/inference.md), one switch for every method; ``None`` (the default) reads it as each
+    method's paper does: the beam search renormalised (structural guidance §3.2, the authors'
+    search), gold and proposal trees on the model's own distribution, as trained (TG §3.1). The
+    attribute holds what was resolved, and ``perplexity_logprobs`` records it. ``True`` is refused
+    for a words-only model, which has nothing to renormalise. ``context``: ``"training"`` or
+    ``"full"`` for exact,
     gold and proposals (module docstring); the beam always reads with full context.
     ``batch_size``: sentences per batch. ``on_estimate``: for a joint model, called once, on the
     first scoring, with the pace of its first sentences (``inference.estimate``). ``parser``,
@@ -114,7 +119,7 @@ class Scorer:
         *,
         method: Method = "auto",
         beam: BeamSettings = PAPER_BEAM,
-        renormalise: bool = False,
+        renormalise: bool | None = None,
         context: str = "training",
         batch_size: int = 16,
         progress: bool = False,
@@ -147,10 +152,15 @@ class Scorer:
             raise InferenceError("a proposal parser is for method 'proposals'")
         if samples < 1:
             raise InferenceError(f"samples must be at least 1, got {samples}")
+        if renormalise and not self.joint:
+            raise InferenceError(
+                "renormalise is for a joint model (over the actions that build trees); "
+                "this one reads words only"
+            )
         self.method = method
         self.parser, self.samples, self.seed = parser, samples, seed
         self.beam = beam
-        self.renormalise = renormalise
+        self.renormalise: bool = (self.joint and method == "beam") if renormalise is None else renormalise
         self.context = context
         self.batch_size = batch_size
         self.progress = progress
@@ -164,13 +174,13 @@ class Scorer:
         *,
         trees: Sequence[Tree] | None = None,
         proposals: Sequence[Sequence[Tree]] | None = None,
-        indices: Sequence[int] | None = None,
+        indices: Sequence[int | str] | None = None,
     ) -> list[SentenceScores]:
         """Every sentence's ``SentenceScores`` (natural logs) by the scorer's method. ``indices``:
-        the numbers errors name the sentences by (by default their positions; a part of a longer
-        list of sentences gives their positions there). ``SizeError`` before any work when what
-        the method holds for a batch (the beam's hypotheses, the proposal trees) would not fit
-        in memory."""
+        what errors name the sentences by (by default their positions; a part of a longer list of
+        sentences gives their positions there, a file of stimuli their ids). ``SizeError`` before
+        any work when what the method holds for a batch (the beam's hypotheses, the proposal
+        trees) would not fit in memory."""
         sentences = _sentences(sentences)
         names = list(range(len(sentences))) if indices is None else list(indices)
         if len(names) != len(sentences):
@@ -209,7 +219,7 @@ class Scorer:
     def _scores(self, sentences, trees, proposals, indices) -> list[SentenceScores]:
         options = {"batch_size": self.batch_size, "progress": self.progress}
         if self.method == "beam":
-            return beam_search(self.model, sentences, self.beam, **options)
+            return beam_search(self.model, sentences, self.beam, renormalise=self.renormalise, **options)
         options["context"] = self.context
         if self.method == "exact":
             return exact_scores(self.model, sentences, **options)
@@ -244,7 +254,7 @@ class Scorer:
         return "full" if self.method == "beam" else self.context
 
     def token_score(
-        self, sentences, *, surprisal: bool = False, unit: Unit = "nats", eos: bool = False, **given
+        self, sentences, *, surprisal: bool, unit: Unit, eos: bool = False, **given
     ) -> list[list[tuple[str, float]]]:
         """Per sentence, ``(piece, value)`` for every piece (and ``</s>`` with ``eos``)."""
         return [
@@ -253,7 +263,7 @@ class Scorer:
         ]
 
     def word_score(
-        self, sentences, *, surprisal: bool = False, unit: Unit = "nats", eos: bool = False, **given
+        self, sentences, *, surprisal: bool, unit: Unit, eos: bool = False, **given
     ) -> list[list[tuple[str, float]]]:
         """Per sentence, ``(word, value)`` for every word (its pieces summed; ``</s>`` with ``eos``)."""
         return [
@@ -266,8 +276,8 @@ class Scorer:
         sentences,
         *,
         reduction: Literal["sum", "mean"],
-        surprisal: bool = False,
-        unit: Unit = "nats",
+        surprisal: bool,
+        unit: Unit,
         eos: bool = True,
         **given,
     ) -> list[float]:
@@ -283,11 +293,16 @@ class Scorer:
         return out
 
     def records(
-        self, sentences, *, surprisal: bool = True, unit: Unit = "bits", eos: bool = False, **given
+        self, sentences, *, surprisal: bool, unit: Unit, eos: bool = False, **given
     ) -> list[dict[str, Any]]:
-        """One JSON-able dict per sentence (``scores_record``)."""
+        """One JSON-able dict per sentence (``scores_record``), its ``sentence_id`` its position
+        and ``word_unknown`` which words the model's vocabulary reads as unknown."""
+        vocab = self.model.vocab
         return [
-            scores_record(s, index=i, surprisal=surprisal, unit=unit, eos=eos)
+            scores_record(
+                s, sentence_id=i, surprisal=surprisal, unit=unit, eos=eos,
+                unknown=unknown_words(vocab, s.words),
+            )  # fmt: skip
             for i, s in enumerate(self.score(sentences, **given))
         ]
 
@@ -349,19 +364,32 @@ def _pairs(tokens, logprobs, end, surprisal, unit, eos) -> list[tuple[str, float
 
 
 def scores_record(
-    scores: SentenceScores, *, index: int, surprisal: bool = True, unit: Unit = "bits", eos: bool = False
+    scores: SentenceScores,
+    *,
+    sentence_id: int | str,
+    surprisal: bool,
+    unit: Unit,
+    eos: bool = False,
+    unknown: Sequence[bool] | None = None,
 ) -> dict[str, Any]:
     """A sentence's scores as a JSON-able dict; every number's key says measure and unit, e.g.
     ``word_surprisal_bits``. ``end_*`` is the end entry (``</s>``, closing actions), counted in
-    ``sentence_*`` only with ``eos``."""
+    ``sentence_*`` only with ``eos``. ``unknown``: per word, whether the model's vocabulary reads
+    it as unknown (``sentences.unknown_words``), as ``word_unknown``."""
     name = measure_name(surprisal, unit)
     words = scores.word_logprobs
     total = scores.logprob if eos else scores.prefix_logprob
     record: dict[str, Any] = {
-        "sentence": index,
+        "sentence_id": sentence_id,
         "method": scores.method,
         "eos": eos,
         "words": list(scores.words),
+    }
+    if unknown is not None:
+        if len(unknown) != len(scores.words):
+            raise ValueError(f"{len(unknown)} unknown-word flags for {len(scores.words)} words")
+        record["word_unknown"] = [bool(flag) for flag in unknown]
+    record |= {
         f"word_{name}": _floats(convert(words, surprisal=surprisal, unit=unit)),
         "pieces": list(scores.pieces),
         f"piece_{name}": _floats(convert(scores.piece_logprobs, surprisal=surprisal, unit=unit)),
@@ -528,7 +556,7 @@ def perplexity_logprobs(
             "action_beam": settings.action_beam,
             "word_beam": settings.word_beam,
             "fast_track": settings.fast_track,
-            "renormalised": settings.renormalise,
+            "renormalised": scorer.renormalise,
         }
     elif scorer.method in ("gold", "proposals"):
         metadata["renormalised"] = scorer.renormalise

@@ -1,6 +1,7 @@
 """Sentences of words as a model reads them and as inference scores them.
 
-``encode_sentence`` turns a sentence of words into the model's word pieces (``EncodedSentence``);
+``encode_sentence`` turns a sentence of words into the model's word pieces (``EncodedSentence``)
+and ``unknown_words`` says which words the vocabulary reads as unknown;
 ``piece_batches`` groups encoded sentences into batches of similar length; every method of
 ``inference`` (beam search, exact scoring, gold and proposal trees) reports a sentence as
 ``SentenceScores``; ``build_tree`` makes the tree a complete action sequence builds.
@@ -17,6 +18,7 @@ import numpy as np
 from syntaxlm.inference.grammar import CLOSE, OPEN, WORD, ActionSpace, InferenceError
 from syntaxlm.models.scoring import length_batches
 from syntaxlm.structure.actions import atomic_words_as_unk
+from syntaxlm.text.base import UNK
 from syntaxlm.trees.tree import Tree
 
 
@@ -91,6 +93,19 @@ def encode_sentence(vocab, words: Sequence[str], index: int = 0) -> EncodedSente
         pieces=tuple(encoding.pieces),
         piece_word=np.asarray(encoding.word_index, dtype=np.int64),
     )
+
+
+def unknown_words(vocab, words: Sequence[str]) -> list[bool]:
+    """Per word, whether the vocabulary reads it (or a piece of it) as unknown: ``<unk>`` or a
+    Berkeley unknown-word class (``company's`` → ``UNK-LC-s``). Such a word is scored as its class:
+    its probability is the class's, shared by every word the vocabulary reads so."""
+    unknown = {UNK, *getattr(vocab, "unk_classes", ())}
+    encoded = encode_sentence(vocab, words)
+    flags = [False] * len(words)
+    for piece, word in zip(encoded.pieces, encoded.piece_word):
+        if piece in unknown:
+            flags[int(word)] = True
+    return flags
 
 
 def build_tree(

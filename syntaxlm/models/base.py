@@ -291,6 +291,11 @@ class TrainedModel(nn.Module, ABC):
     def device(self) -> torch.device:
         return next(self.parameters()).device
 
+    def extra_repr(self) -> str:
+        """The first line of ``repr(model)``: which registered model this is (``config.model``),
+        since one class serves several (``TransformerGrammar``: TG and both TXL baselines)."""
+        return f"model={self.config.model!r}"
+
     def save_pretrained(self, folder: str | Path) -> Path:
         """Write ``config.json``, ``model.safetensors`` and each vocabulary into ``folder``."""
         folder = Path(folder)
@@ -446,6 +451,17 @@ class SyntacticLM(TrainedModel):
         from syntaxlm.models import model_card
 
         return model_card(self.config.model)
+
+    def extra_repr(self) -> str:
+        """``model='txl-terminals': TXL (terminals), words only``: the registered model, as its
+        paper names it, and whether it is a joint model of words and trees."""
+        from syntaxlm.models import MODEL_CARDS
+
+        card = MODEL_CARDS.get(self.config.model)  # none for a class only a test registered
+        if card is None:
+            return super().extra_repr()
+        kind = "joint model of words and trees" if card.joint else "words only"
+        return f"{super().extra_repr()}: {card.label}, {kind}"
 
     @property
     def joint(self) -> bool:

@@ -278,6 +278,13 @@ def _check_run_folder(folder: Path) -> None:
             expected=f"the run folders themselves ({folder}/*)",
         )
     if not result_files(folder):
+        unread = sorted(folder.rglob("*.json"))
+        if unread:  # the file that was meant to be a result, named
+            raise InputFormatError(
+                f"not a result file, and {folder} holds no other",
+                path=unread[0],
+                expected='a result file (syntaxlm eval ... --out: a JSON object with "kind" and "result")',
+            )
         raise InputFormatError(
             "no result file, saved model (best/) or config.json in this folder",
             path=folder,

@@ -138,7 +138,7 @@ def test_every_command_says_what_was_kept_on_ctrl_c(tiny, monkeypatch, capsys):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("syntaxlm.data.sentences.read_sentences", interrupted)
+    monkeypatch.setattr("syntaxlm.data.sentences.read_stimuli", interrupted)
     status, err = run_cli(monkeypatch, capsys, "score", tiny / "lm", tiny / "sentences.txt")
     assert status == 130 and err.strip().startswith("interrupted; files this command finished are kept")
 

@@ -1162,7 +1162,7 @@ def eval_ppl(
     scorer = _scorer(model, method.value, action_beam, word_beam, fast_track, device, **settings)
     if scorer.method != "beam":
         _refuse_given(ctx, BEAM_OPTIONS, f"the beam search (the method here is {scorer.method})")
-    segmented = document_context(scorer.model, "training")["segment_length"] is not None
+    segmented = document_context(scorer.model, "training").segmented
     if scorer.method == "beam" and context == "training" and segmented:
         typer.echo("note: the beam search reads with full context, not in training segments", err=True)
     given: dict[str, Any] = {}

@@ -16,6 +16,7 @@ from syntaxlm.data.synthetic import write_synthetic_treebank
 from syntaxlm.errors import InputFormatError
 from syntaxlm.inference.marginal import (
     ProposalError,
+    ReadingContext,
     document_scores,
     exact_scores,
     gold_scores,
@@ -292,7 +293,7 @@ def test_documents_are_read_with_the_training_segments_and_memory(tiny, name):
     words = [t.leaves() for t in sentences]
     proposals = [[[t] for t in sentences]]
     trained = document_scores(model, [words], proposals)[0]
-    setting = {"context": "training", "segment_length": 6, "memory_length": 3, "memory": "smart"}
+    setting = ReadingContext("training", segment_length=6, memory_length=3, memory="smart")
     assert all(s.details["context"] == setting for s in trained)
     # Each sentence's log-probability is that of its actions in the training pass over the document:
     # (DOC, the first sentence's actions | the second's | ... | the last's, DOC).
@@ -304,7 +305,7 @@ def test_documents_are_read_with_the_training_segments_and_memory(tiny, name):
         assert score.logprob == pytest.approx(float(expected[first:last].sum()), abs=1e-4)
     # The whole document in view is another number: the memory of 3 hides most of it.
     full = document_scores(model, [words], proposals, context="full")[0]
-    assert all(s.details["context"]["context"] == "full" for s in full)
+    assert all(s.details["context"] == ReadingContext("full") for s in full)
     assert abs(sum(s.logprob for s in full) - sum(s.logprob for s in trained)) > 1e-3
     # ... the number of a model whose segment holds the whole document.
     wide = build_model({"model": name, **TINY, "segment_length": 512, "memory_length": 512}, {"vocab": vocab})
@@ -339,7 +340,7 @@ def test_a_document_is_scored_in_the_training_segments_by_default(tiny, name):
 
     trained = score()
     memory = "smart" if model.config.smart_memory else "previous"
-    setting = {"context": "training", "segment_length": 6, "memory_length": 3, "memory": memory}
+    setting = ReadingContext("training", segment_length=6, memory_length=3, memory=memory)
     assert trained.details["context"] == setting
     # Every word's log-probability (the actions before it count toward it) and the end are those of
     # the written-out pass, segment after segment with the memory; so is each sentence's.
@@ -357,8 +358,10 @@ def test_a_document_is_scored_in_the_training_segments_by_default(tiny, name):
     np.testing.assert_allclose(got, per_sentence, atol=1e-4)
     # With the whole document in view the numbers differ, and the result says so.
     full = score(context="full")
-    unsegmented = {"segment_length": None, "memory_length": None, "memory": None}
-    assert full.details["context"] == {"context": "full", **unsegmented}
+    assert full.details["context"] == ReadingContext("full")
+    assert full.details["context"].to_json() == {
+        "context": "full", "segment_length": None, "memory_length": None, "memory": None
+    }  # fmt: skip
     assert abs(full.logprob - trained.logprob) > 1e-3
     if name == "tg":
         with pytest.raises(ValueError, match="context='full'"):

@@ -46,6 +46,7 @@ contiguous, and duplicates are scored once. A first line ``# trees without POS t
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import reprlib
 from collections.abc import Callable, Sequence
@@ -389,8 +390,8 @@ def exact_scores(
             values = {
                 i: _training_pass_word_logprobs(model, encoded[i])
                 for i in batch
-                if recorded["segment_length"] is not None
-                and len(encoded[i].ids) + 2 > recorded["segment_length"]  # <s> pieces </s>
+                # <s> pieces </s> longer than a segment: the model's own segmented pass
+                if recorded.segmented and len(encoded[i].ids) + 2 > recorded.segment_length
             }
             decoded = [i for i in batch if i not in values]
             flat = [np.append(encoded[i].ids, EOS_ID) for i in decoded]
@@ -437,7 +438,7 @@ def document_scores(
     from tqdm import tqdm
 
     recorded = document_context(model, context)
-    segmented = recorded.get("segment_length") is not None
+    segmented = recorded.segmented
     space = _joint_model_space(model, {"max_open": max_open, "max_openers": max_openers})
     if len(proposals) != len(documents):
         raise ProposalError(f"{len(proposals)} proposal sets for {len(documents)} documents")
@@ -501,10 +502,29 @@ def document_scores(
     return results
 
 
-def document_context(model, context: str) -> dict[str, Any]:
-    """What a document's tokens see under ``context`` (``document_scores``), as recorded in results:
-    ``{"context": ..., "segment_length": L, "memory_length": M, "memory": "smart"|"previous"}``
-    for a segmented model read as trained; lengths ``None`` where the whole prefix is seen."""
+@dataclass(frozen=True)
+class ReadingContext:
+    """What a sequence's tokens see when it is scored: the ``context`` asked for (``"training"``
+    or ``"full"``) and, for a segmented model read as trained, its ``segment_length``,
+    ``memory_length`` and ``memory`` (``"smart"`` or ``"previous"``); ``None`` where the whole
+    prefix is seen. Results record it as ``to_json()``."""
+
+    context: str
+    segment_length: int | None = None
+    memory_length: int | None = None
+    memory: str | None = None
+
+    @property
+    def segmented(self) -> bool:
+        return self.segment_length is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def document_context(model, context: str) -> ReadingContext:
+    """What a document's tokens see under ``context`` (``document_scores``): the model's training
+    segments and memory for a segmented model read as trained, else the whole prefix."""
     if context not in DOCUMENT_CONTEXTS:
         raise InferenceError(f"context must be one of {', '.join(DOCUMENT_CONTEXTS)}, got {context!r}")
     config = getattr(model, "config", None)  # a model without one reads whole sequences
@@ -513,13 +533,9 @@ def document_context(model, context: str) -> dict[str, Any]:
         for target, name in ((model, "token_logprobs"), (model, "sequences"), (config, "memory_length"))
     )
     if not segmented:
-        return {"context": context, "segment_length": None, "memory_length": None, "memory": None}
-    return {
-        "context": context,
-        "segment_length": int(config.segment_length),
-        "memory_length": int(config.memory_length),
-        "memory": "smart" if getattr(config, "smart_memory", False) else "previous",
-    }
+        return ReadingContext(context)
+    memory = "smart" if getattr(config, "smart_memory", False) else "previous"
+    return ReadingContext(context, int(config.segment_length), int(config.memory_length), memory)
 
 
 def _segmented_logprobs(
@@ -538,11 +554,10 @@ def _segmented_logprobs(
     return _training_pass_logprobs(model, documents, sequences, start=start, renormalise=renormalise)
 
 
-def _longer_than_a_segment(model, recorded: dict[str, Any], trees: Sequence[Tree]) -> bool:
+def _longer_than_a_segment(model, recorded: ReadingContext, trees: Sequence[Tree]) -> bool:
     """Whether any of ``trees`` is, as the model reads it, longer than one of the segments it is
-    read in under ``recorded`` (``document_context``; never when the whole sequence is seen)."""
-    segment = recorded["segment_length"]
-    return segment is not None and int(model.sequences(trees).lengths.max()) > segment
+    read in under ``recorded`` (never when the whole sequence is seen)."""
+    return recorded.segmented and int(model.sequences(trees).lengths.max()) > recorded.segment_length
 
 
 def _training_pass_logprobs(
@@ -603,7 +618,7 @@ def document_perplexity_logprobs(
         "method": "document-proposals",
         "perplexity": "upper bound (greedy best trees of earlier sentences, proposal trees)",
         "renormalised": flat[0].details["renormalised"],
-        **flat[0].details["context"],
+        **flat[0].details["context"].to_json(),
     }
     return [s.word_logprobs for s in flat], [float(s.end_logprob) for s in flat], metadata
 
@@ -717,6 +732,7 @@ __all__ = [
     "NO_POS_TAGS_HEADER",
     "ProposalError",
     "TreeSequence",
+    "ReadingContext",
     "document_context",
     "document_perplexity_logprobs",
     "document_scores",

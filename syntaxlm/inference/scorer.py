@@ -59,6 +59,7 @@ from syntaxlm.inference.grammar import ActionSpace, InferenceError
 from syntaxlm.inference.importance import draw_proposals, with_draws
 from syntaxlm.inference.marginal import (
     DOCUMENT_CONTEXTS,
+    ReadingContext,
     check_proposal_rows,
     document_context,
     exact_scores,
@@ -400,7 +401,11 @@ def scores_record(
         record["tree"] = scores.tree.to_bracket()
         record["tree_logprob_nats"] = _float(scores.tree_logprob)
     if scores.details:
-        record["details"] = {k: v for k, v in scores.details.items() if k not in PER_TREE_DETAILS}
+        record["details"] = {
+            key: value.to_json() if isinstance(value, ReadingContext) else value
+            for key, value in scores.details.items()
+            if key not in PER_TREE_DETAILS
+        }
     return record
 
 
@@ -546,7 +551,7 @@ def perplexity_logprobs(
     metadata: dict[str, Any] = {
         "method": scorer.method,
         "perplexity": bound,
-        **document_context(scorer.model, context),
+        **document_context(scorer.model, context).to_json(),
     }
     if context == "full":
         _warn_beyond_training_context(scorer, scores)
@@ -570,9 +575,9 @@ def _warn_beyond_training_context(scorer: Scorer, scores: Sequence[SentenceScore
     segmented model was trained with (its tree's sequence; without one, its pieces after ``<s>``)."""
     model = scorer.model
     trained = document_context(model, "training")
-    if trained["segment_length"] is None:
+    if not trained.segmented:
         return
-    limit = trained["segment_length"] + trained["memory_length"]
+    limit = trained.segment_length + trained.memory_length
     lengths = [
         len(s.pieces) + (2 if not scorer.joint else 1)
         if s.tree is None
@@ -589,7 +594,7 @@ def _warn_beyond_training_context(scorer: Scorer, scores: Sequence[SentenceScore
     )
     warnings.warn(
         f"{longer} of {len(lengths)} sequences are longer than the model's training segment + memory "
-        f"({trained['segment_length']} + {trained['memory_length']} tokens) and are read with full "
+        f"({trained.segment_length} + {trained.memory_length} tokens) and are read with full "
         f"context ({why}): each token sees more than training gave; the result says context=full",
         stacklevel=3,
     )

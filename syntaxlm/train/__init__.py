@@ -33,7 +33,6 @@ from syntaxlm.train.trainer import (
     planned_steps,
     train,
     unfinished_runs,
-    unigram_loss,
 )
 
 __all__ = [
@@ -60,5 +59,4 @@ __all__ = [
     "save_checkpoint",
     "train",
     "unfinished_runs",
-    "unigram_loss",
 ]

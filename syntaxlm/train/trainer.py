@@ -51,11 +51,11 @@ import torch.distributed as dist
 from torch import Tensor, nn
 
 from syntaxlm.data.batching import Batch, RowCorpus
-from syntaxlm.data.treebank import read_treebank_positions, treebank_kind
-from syntaxlm.errors import InputFormatError, MissingPosTagError, SyntaxlmError
+from syntaxlm.data.treebank import DataProblems, read_treebank_positions, treebank_kind
+from syntaxlm.errors import InputFormatError, MissingPosTagError, SyntaxlmError, TrainingError
 from syntaxlm.files import NO_SPACE, atomic_writer, no_space_reported, read_json, remove_temporary_files
 from syntaxlm.models import ConfigError, TrainedModel, construct_model, model_class
-from syntaxlm.models.base import DataProblems, LossOutput
+from syntaxlm.models.base import LossOutput
 from syntaxlm.results import result_record, write_result
 from syntaxlm.train.checkpoint import (
     CHECKPOINT_FILE,
@@ -94,10 +94,6 @@ RESUMABLE_CHANGES = frozenset(
         "max_skipped_batches",
     )
 )
-
-
-class TrainingError(SyntaxlmError):
-    """Training cannot go on: the loss became NaN or infinite, a corpus is empty, a resume does not fit."""
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -283,30 +279,6 @@ def evaluate(
         dist.all_reduce(total)
     loss = float(total) / max(tokens, 1)
     return {"loss": loss, "perplexity": math.exp(min(loss, 700.0)), "tokens": tokens}
-
-
-def unigram_loss(
-    train: RowCorpus, valid: RowCorpus, *, part: str = "lm", vocab_size: int | None = None
-) -> float:
-    """Validation loss (nats per token) of the add-one-smoothed unigram distribution of the train targets.
-
-    The baseline every trained model must beat clearly. ``vocab_size`` defaults to the largest
-    target id seen plus one.
-    """
-    train_targets = _targets(train, part)
-    valid_targets = _targets(valid, part)
-    if not len(valid_targets):
-        raise TrainingError(f"the validation corpus has no {part!r} targets")
-    largest = int(max(train_targets.max(initial=0), valid_targets.max(initial=0)))
-    size = max(vocab_size or 0, largest + 1)
-    counts = np.bincount(train_targets, minlength=size).astype(np.float64)
-    logprob = np.log(counts + 1.0) - math.log(len(train_targets) + size)
-    return float(-logprob[valid_targets].mean())
-
-
-def _targets(corpus: RowCorpus, part: str) -> np.ndarray:
-    values = corpus.fields[corpus.target_fields[part]]
-    return values[corpus._targets(values)].astype(np.int64)
 
 
 def detach(value: Any) -> Any:

@@ -48,6 +48,7 @@ from syntaxlm.errors import ConfigError, MissingPosTagError, TrainingError
 from syntaxlm.files import NO_SPACE, no_space_reported
 from syntaxlm.models import TrainedModel, construct_model, model_class
 from syntaxlm.models.base import LossOutput
+from syntaxlm.models.scoring import evaluating
 from syntaxlm.results import result_record, write_result
 from syntaxlm.train.checkpoint import (
     CHECKPOINT_FILE,
@@ -219,7 +220,6 @@ def weighted_loss(sums: dict[str, float], counts: dict[str, int], weights: dict[
     )
 
 
-@torch.no_grad()
 def evaluate(
     model: TrainedModel,
     corpus: RowCorpus,
@@ -236,13 +236,11 @@ def evaluate(
     Returns ``{"loss", "perplexity", "tokens"}``. With several processes each scores its rows and
     the sums are added up, so every process gets the numbers of the whole corpus.
     """
-    was_training = model.training
-    model.eval()
     device = torch.device(device)
     total = torch.zeros((), dtype=torch.float64, device=device)
     tokens = 0
     state = None
-    try:
+    with evaluating(model):
         for batch in corpus.batches(batch_size, shuffle=False, rank=rank, world_size=world_size):
             tokens += batch.counts[model.validation_part]
             if batch.size == 0:  # fewer rows than processes in the last batch: none for this one
@@ -251,8 +249,6 @@ def evaluate(
                 output = model.loss(batch.to(device), state)
             state = output.state
             total += output.sums[model.validation_part].double()
-    finally:
-        model.train(was_training)
     if world_size > 1:
         dist.all_reduce(total)
     loss = float(total) / max(tokens, 1)

@@ -146,7 +146,6 @@ class ActionLM(SyntacticLM):
     """The plain LM, PLM, PLM-mask and SCLM (see the module docstring)."""
 
     config_class: ClassVar[type[ModelConfig]] = ActionLMConfig
-    name: ClassVar[str] = "action-lm"
     config: ActionLMConfig
 
     def __init__(self, config: ActionLMConfig, vocabularies: dict[str, Any]):

@@ -462,8 +462,6 @@ class DMTransformer(DependencyMixtureLM):
     """DM-Transformer: the GPT-2-style ``lm`` with the penultimate layer's head-averaged attention
     as the dependency attention (§2.2). No parameter is added."""
 
-    name: ClassVar[str] = "dm-transformer"
-
     def max_positions(self) -> int | None:
         return self.base.config.max_length
 
@@ -474,7 +472,8 @@ class DMTransformer(DependencyMixtureLM):
             raise ValueError(
                 f"a sequence of {length} positions is longer than max_length {base.config.max_length}"
             )
-        # The base model's forward (ActionLM.forward), keeping each layer's input.
+        # The base model's forward (ActionLM.forward), keeping each layer's input; tests/test_dmlm.py
+        # checks that the two agree.
         x = base.input_vectors(inputs, torch.arange(length, device=inputs.device))
         hidden, layer_inputs = base.transformer(base.embedding_dropout(x), base.attention_mask(length))
         return base.lm_logits(hidden), self.log_attention(layer_inputs[-2])
@@ -552,8 +551,6 @@ class DMLSTM(DependencyMixtureLM):
     """DM-LSTM: the LSTM LM with ``q_t = W_Q h_t``, ``k_j = W_K h_j`` and scaled dot products over
     the last ``context_length`` steps as the dependency attention (Eq. 2, §4.3). ``h`` is the last
     layer's output (``LSTMLM.hidden_states``); ``W_Q`` and ``W_K`` are the only new parameters."""
-
-    name: ClassVar[str] = "dm-lstm"
 
     def __init__(self, config: DMLMConfig, vocabularies: dict[str, Any]):
         super().__init__(config, vocabularies)

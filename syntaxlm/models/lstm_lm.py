@@ -238,7 +238,6 @@ class LSTMLM(RecurrentLM):
     """Embedding → ``n_layers`` LSTMs (``nn.LSTM``, fused) → (projection) → softmax; see the module docstring."""
 
     config_class: ClassVar[type[ModelConfig]] = LSTMLMConfig
-    name: ClassVar[str] = "lstm"
     config: LSTMLMConfig
 
     def __init__(self, config: LSTMLMConfig, vocabularies: dict[str, Any]):

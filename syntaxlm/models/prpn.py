@@ -251,7 +251,6 @@ class PRPN(RecurrentLM):
     unlabelled binary tree of each sentence off its syntactic distances."""
 
     config_class: ClassVar[type[ModelConfig]] = PRPNConfig
-    name: ClassVar[str] = "prpn"
     config: PRPNConfig
     induces_trees: ClassVar[bool] = True
 

@@ -355,7 +355,6 @@ class SyntacticOrderedMemory(SyntacticLM):
     """eSOM and dSOM (module docstring)."""
 
     config_class: ClassVar[type[ModelConfig]] = SOMConfig
-    name: ClassVar[str] = "som"
     reads: ClassVar[tuple[str, ...]] = ("constituency", "dependency")
     induces_trees: ClassVar[bool] = True
     config: SOMConfig

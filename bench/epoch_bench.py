@@ -24,12 +24,13 @@ from pathlib import Path
 import torch
 import yaml
 
+from syntaxlm.data.prepare import prepared_corpus
 from syntaxlm.data.synthetic import write_synthetic_treebank
 from syntaxlm.data.treebank import read_treebank_positions
 from syntaxlm.models import model_class, model_config
 from syntaxlm.text.build import build_vocabulary
 from syntaxlm.train.config import TrainConfig
-from syntaxlm.train.trainer import make_optimizer, prepared_corpus
+from syntaxlm.train.trainer import make_optimizer
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

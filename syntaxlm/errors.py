@@ -137,6 +137,14 @@ class ActionSequenceError(SyntaxlmError, ValueError):
         super().__init__(f"{problem} ({', '.join(where)})" if where else problem)
 
 
+class ConfigError(SyntaxlmError, ValueError):
+    """A configuration with an unknown key, a value of the wrong type or an impossible setting."""
+
+
+class TrainingError(SyntaxlmError):
+    """Training cannot go on: the loss became NaN or infinite, a corpus is empty, a resume does not fit."""
+
+
 class StageError(SyntaxlmError):
     """A stage of a long job (run in a worker process) failed on its input; names the stage."""
 

@@ -216,9 +216,10 @@ def train_or_resume(config, out: str | Path, *, progress: bool = True) -> dict[s
     trained with the same recipe; a folder holding an interrupted run is resumed.
     """
     from syntaxlm.files import read_json
+    from syntaxlm.train import train
     from syntaxlm.train.checkpoint import CHECKPOINT_FILE
     from syntaxlm.train.config import recorded_config
-    from syntaxlm.train.trainer import CONFIG_FILE, RESULT_FILE, train
+    from syntaxlm.train.run_folder import CONFIG_FILE, RESULT_FILE
 
     out = Path(out)
     if (out / RESULT_FILE).is_file():

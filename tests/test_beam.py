@@ -58,7 +58,7 @@ class ToyDecoder(Decoder):
         logits[self.forbid] = -math.inf
         return torch.log_softmax(logits, -1).float()
 
-    def logprobs(self) -> torch.Tensor:
+    def _logprobs(self) -> torch.Tensor:
         self.calls["logprobs"] += 1
         if not self.rows:
             return torch.zeros(0, self.vocab_size)

@@ -352,7 +352,7 @@ def test_a_full_disk_while_saving_a_model_folder_keeps_the_previous_folder(
     import errno
 
     from syntaxlm.models import base, load_model
-    from syntaxlm.train.trainer import save_model_folder
+    from syntaxlm.train.run_folder import save_model_folder
 
     result = train(tiny_config(treebank, max_steps=2), tmp_path / "run", progress=False)
     best = tmp_path / "run" / "best"

@@ -215,6 +215,23 @@ def test_dm_transformer_adds_no_parameters_and_keeps_the_forward(data):
     assert torch.allclose(logits, base.lm_logits(base(inputs)), atol=1e-6)
 
 
+def test_dm_transformer_s_copy_of_the_action_lm_forward_stays_the_same(data):
+    """``DMTransformer.dependency_network`` repeats ``ActionLM.forward`` to keep each layer's input:
+    the same outputs in training mode (the same dropout draws) and the same length check."""
+    model = make("dm-transformer", data, dropout=0.3).train()
+    base = ActionLM(model.config.base_config(), {"vocab": data["words"]}).train()
+    base.load_state_dict(model.base.state_dict())
+    inputs = torch.tensor([[BOS_ID, 5, 9, 12, 7], [BOS_ID, 6, 8, 0, 0]])
+    torch.manual_seed(3)
+    logits, _ = model.dependency_network(inputs)
+    torch.manual_seed(3)
+    assert torch.equal(logits, base.lm_logits(base(inputs)))
+    too_long = torch.full((1, base.config.max_length + 1), 5)
+    for network in (model.dependency_network, base):
+        with pytest.raises(ValueError, match="longer than max_length"):
+            network(too_long)
+
+
 def test_dm_lstm_adds_only_the_query_and_key_matrices(data):
     model = make("dm-lstm", data).eval()
     base = LSTMLM(model.config.base_config(), {"vocab": data["words"]}).eval()

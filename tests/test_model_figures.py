@@ -41,7 +41,7 @@ from syntaxlm.report.report import make_report
 from syntaxlm.structure.actions import encode_actions, tree_to_actions
 from syntaxlm.structure.plm_mask import plm_mask_input
 from syntaxlm.text.build import build_vocabulary
-from syntaxlm.train.trainer import save_model_folder
+from syntaxlm.train.run_folder import save_model_folder
 from syntaxlm.trees.ptb import parse_tree
 from tests.test_cli import run
 

@@ -17,7 +17,7 @@ from syntaxlm.report.report import PERPLEXITY_PER_TOKEN, PERPLEXITY_WITHOUT_END,
 from syntaxlm.report.sg_items import compare_sg_items
 from syntaxlm.results import result_record, write_result
 from syntaxlm.text.build import build_vocabulary
-from syntaxlm.train.trainer import save_model_folder
+from syntaxlm.train.run_folder import save_model_folder
 from syntaxlm.trees.ptb import read_trees
 from tests.test_cli import run
 

@@ -401,7 +401,7 @@ class OracleDecoder(Decoder):
     def _advance(self, parents, tokens):
         self.prefixes = [self.prefixes[p] + (t,) for p, t in zip(parents.tolist(), tokens.tolist())]
 
-    def logprobs(self):
+    def _logprobs(self):
         size = len(self.model.vocab)
         out = torch.full((len(self.prefixes), size), math.log(1e-3 / size))
         for row, prefix in enumerate(self.prefixes):

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 from typer.testing import CliRunner
 
-from syntaxlm.data.batching import Batch, RowCorpus, pad_rows
+from syntaxlm.data.batching import Batch, RowCorpus, pad_rows, unigram_loss
 from syntaxlm.data.treebank import read_treebank
 from syntaxlm.models import MODEL_CLASSES
 from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, SyntacticLM
@@ -47,7 +47,6 @@ from syntaxlm.train import (
     planned_steps,
     run_config,
     train,
-    unigram_loss,
 )
 from syntaxlm.train.trainer import step_objective
 

@@ -32,7 +32,7 @@ from syntaxlm.inference import BeamSettings, Scorer
 from syntaxlm.models import build_model, load_model, model_class, model_config
 from syntaxlm.results import ResultFileError, read_result
 from syntaxlm.text.build import build_vocabulary
-from syntaxlm.train.trainer import save_model_folder
+from syntaxlm.train.run_folder import save_model_folder
 from syntaxlm.view import view_data, write_view
 from syntaxlm.view.data import ATTENTION_LEVELS, tree_json
 from syntaxlm.view.page import embedded_json, read_embedded, render_page

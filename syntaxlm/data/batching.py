@@ -17,10 +17,14 @@ Two orders:
 Both are fully determined by ``(seed, epoch)``; ``start`` skips batches, which is how a resumed
 run continues with the very batches it would have seen. Data parallelism splits every global
 batch by rows: rank ``r`` of ``w`` takes rows ``r, r + w, ...`` (the trainer keeps counts global).
+
+``unigram_loss`` is the baseline every trained language model must beat: the unigram distribution
+of a corpus's targets.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
@@ -28,6 +32,8 @@ from typing import Literal
 import numpy as np
 import torch
 from torch import Tensor
+
+from syntaxlm.errors import TrainingError
 
 Order = Literal["shuffled", "streams"]
 
@@ -190,3 +196,27 @@ def pad_rows(
     for i, values in enumerate(sequences):
         out[i, : len(values)] = values
     return out
+
+
+def unigram_loss(
+    train: RowCorpus, valid: RowCorpus, *, part: str = "lm", vocab_size: int | None = None
+) -> float:
+    """Validation loss (nats per token) of the add-one-smoothed unigram distribution of the train targets.
+
+    The baseline every trained model must beat clearly. ``vocab_size`` defaults to the largest
+    target id seen plus one.
+    """
+    train_targets = _targets(train, part)
+    valid_targets = _targets(valid, part)
+    if not len(valid_targets):
+        raise TrainingError(f"the validation corpus has no {part!r} targets")
+    largest = int(max(train_targets.max(initial=0), valid_targets.max(initial=0)))
+    size = max(vocab_size or 0, largest + 1)
+    counts = np.bincount(train_targets, minlength=size).astype(np.float64)
+    logprob = np.log(counts + 1.0) - math.log(len(train_targets) + size)
+    return float(-logprob[valid_targets].mean())
+
+
+def _targets(corpus: RowCorpus, part: str) -> np.ndarray:
+    values = corpus.fields[corpus.target_fields[part]]
+    return values[corpus._targets(values)].astype(np.int64)

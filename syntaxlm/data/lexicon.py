@@ -19,7 +19,6 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Generic, TypeVar
 
 ZIPF_EXPONENT = 1.05
@@ -973,14 +972,6 @@ class Lexicon:
         return self.sampler(("words", name), lambda: (list(getattr(self, name)), None))
 
     # -- inventory ----------------------------------------------------------------------------------
-
-    @cached_property
-    def gender_of_word(self) -> dict[str, str]:
-        """Gender (``masc``/``fem``/``common``/``neut``) of every singular noun and first name."""
-        genders = {noun.singular: noun.gender for nouns in self.nouns.values() for noun in nouns}
-        genders.update({name: "masc" for name in self.masculine_names})
-        genders.update({name: "fem" for name in self.feminine_names})
-        return genders
 
     def partner(self, noun: Noun) -> Noun:
         """The other-gender counterpart of a gendered person noun (``king`` -> ``queen``)."""

@@ -146,7 +146,6 @@ class ActionLM(SyntacticLM):
     """The plain LM, PLM, PLM-mask and SCLM (see the module docstring)."""
 
     config_class: ClassVar[type[ModelConfig]] = ActionLMConfig
-    name: ClassVar[str] = "action-lm"
     config: ActionLMConfig
 
     def __init__(self, config: ActionLMConfig, vocabularies: dict[str, Any]):
@@ -559,16 +558,13 @@ class ActionLMDecoder(Decoder):
             self._open_start = torch.full((n, 1), -1, dtype=torch.long, device=self.device)
         self._run(torch.full((n,), BOS_ID, dtype=torch.long, device=self.device))
 
-    def logprobs(self) -> Tensor:
+    def _logprobs(self) -> Tensor:
         """``[n, V]`` natural-log ``p(next token | prefix)``, float32, computed on each call."""
-        return self.logits().log_softmax(-1)
+        return self._logits(None).log_softmax(-1)
 
-    def logits(self, rows: Tensor | None = None) -> Tensor:
-        if self._hidden is None:
-            raise RuntimeError("call start(n) before logprobs()")
+    def _logits(self, rows: Tensor | None) -> Tensor:
         hidden = self._hidden[self._row if rows is None else self._row[rows]]
-        with torch.no_grad():
-            return self.model.lm_logits(hidden).float()
+        return self.model.lm_logits(hidden).float()
 
     def _advance(self, parents: Tensor, tokens: Tensor) -> None:
         n = self.size
@@ -655,13 +651,12 @@ class ActionLMDecoder(Decoder):
         moving = slice(0, len(tokens))
         position = self._position[moving, -1]
         x = model.input_vectors(tokens[:, None], position[:, None])
-        with evaluating(model):
-            hidden = model.transformer.step(
-                model.embedding_dropout(x),
-                self.row_mask()[moving],
-                self._cache,
-                kernel="math" if self.device.type == "cpu" else "sdpa",
-            )
+        hidden = model.transformer.step(
+            model.embedding_dropout(x),
+            self.row_mask()[moving],
+            self._cache,
+            kernel="math" if self.device.type == "cpu" else "sdpa",
+        )
         if self._hidden is None or len(self._hidden) == len(tokens):
             self._hidden = hidden[:, 0]
         else:

@@ -53,8 +53,9 @@ from safetensors.torch import load as load_safetensors_bytes
 from safetensors.torch import save_file
 from torch import Tensor, nn
 
-from syntaxlm.data.batching import Batch, RowCorpus
-from syntaxlm.errors import InputFormatError, SyntaxlmError
+from syntaxlm.data.batching import Batch, RowCorpus, unigram_loss
+from syntaxlm.data.treebank import DataProblems
+from syntaxlm.errors import ConfigError, InputFormatError
 from syntaxlm.files import atomic_writer, read_json, temporary_file_beside
 from syntaxlm.models.decoding import ActionGrammar, Decoder
 from syntaxlm.models.scoring import ScoringItem, checked_sentences, evaluating, length_batches, word_sums
@@ -73,10 +74,6 @@ TRANSFORMER_FIELDS = ("n_heads", "d_ff")  # the fields ``TransformerConfig`` add
 
 class ModelFileError(InputFormatError):
     """A saved model folder that is missing a file or does not match its config."""
-
-
-class ConfigError(SyntaxlmError, ValueError):
-    """A configuration with an unknown key, a value of the wrong type or an impossible setting."""
 
 
 @dataclass
@@ -129,45 +126,6 @@ class LossOutput:
     sums: dict[str, Tensor]
     counts: dict[str, int]
     state: Any = None
-
-
-@dataclass
-class DataProblems:
-    """Sentences of a treebank a model cannot train on as they are, by kind of problem: the
-    sentences' indices and what happened to them (``meaning``, e.g. "longer than max_length 512
-    positions; dropped")."""
-
-    found: dict[str, list[int]] = field(default_factory=dict)
-    meaning: dict[str, str] = field(default_factory=dict)
-
-    def add(self, kind: str, index: int, meaning: str) -> None:
-        self.found.setdefault(kind, []).append(index)
-        self.meaning.setdefault(kind, meaning)
-
-    def __bool__(self) -> bool:
-        return any(self.found.values())
-
-    def merged(self, other: DataProblems, positions: Sequence[int] | None = None) -> DataProblems:
-        """Both reports in one; ``positions[i]`` is this report's index of ``other``'s sentence ``i``."""
-        out = DataProblems({kind: list(values) for kind, values in self.found.items()}, dict(self.meaning))
-        for kind, indices in other.found.items():
-            for index in indices:
-                out.add(kind, positions[index] if positions is not None else index, other.meaning[kind])
-        return out
-
-    def lines(self, shown: int = 5) -> list[str]:
-        """One line per kind: count, meaning, the first ``shown`` sentence indices (0-based)."""
-        lines = []
-        for kind, indices in self.found.items():
-            first = ", ".join(map(str, sorted(indices)[:shown])) + (", ..." if len(indices) > shown else "")
-            lines.append(f"{len(indices)} {self.meaning[kind]} ({kind}): sentences {first}")
-        return lines
-
-    def to_dict(self, shown: int = 20) -> dict[str, Any]:
-        return {
-            kind: {"count": len(indices), "meaning": self.meaning[kind], "first": sorted(indices)[:shown]}
-            for kind, indices in self.found.items()
-        }
 
 
 @dataclass
@@ -281,8 +239,6 @@ class TrainedModel(nn.Module, ABC):
     def baseline_loss(self, train: RowCorpus, valid: RowCorpus) -> tuple[str, float]:
         """A validation loss every trained model must beat clearly, and what it is: for language
         models, the add-one-smoothed unigram distribution of the training targets."""
-        from syntaxlm.train.trainer import unigram_loss
-
         return "unigram", unigram_loss(train, valid, vocab_size=len(self.vocab))
 
     # --- files --------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from syntaxlm.models.scoring import evaluating
 from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 KEEP = -1
@@ -98,10 +99,12 @@ def symbol_ids(vocab) -> frozenset[int]:
 class Decoder(ABC):
     """Incremental next-token log-probabilities for a batch of prefixes (module docstring).
 
-    ``start`` and ``advance`` check their arguments here; a decoder implements ``_start`` and
-    ``_advance``, which get them checked: ``parents`` and ``tokens`` as 1-d long tensors of one
-    length on the model's device, every parent one of the prefixes held, every token an id of the
-    vocabulary (or ``KEEP``, for decoders with ``supports_keep``)."""
+    ``start``, ``logprobs``, ``logits`` and ``advance`` check their arguments (and that ``start``
+    came first) here, and run a decoder's ``_start``, ``_logprobs``, ``_logits`` and ``_advance``
+    with the model in eval mode and without gradients (``models.scoring.evaluating``). The hooks get
+    their arguments checked: ``parents`` and ``tokens`` as 1-d long tensors of one length on the
+    model's device, every parent one of the prefixes held, every token an id of the vocabulary (or
+    ``KEEP``, for decoders with ``supports_keep``)."""
 
     model: Any  # the SyntacticLM decoded (its ``device`` and ``vocab``)
     supports_keep: bool = False
@@ -111,29 +114,41 @@ class Decoder(ABC):
         """Hold ``n`` prefixes that are ``<s>`` alone."""
         if n < 0:
             raise ValueError(f"the number of prefixes must be at least 0, got {n}")
-        self._start(n)
+        with evaluating(self.model):
+            self._start(n)
         self.started = True
 
     @abstractmethod
     def _start(self, n: int) -> None:
         """``start`` for a checked ``n``."""
 
-    @abstractmethod
     def logprobs(self) -> Tensor:
         """``[n, V]`` natural-log probabilities of the next token after each prefix."""
+        self._check_started("logprobs")
+        with evaluating(self.model):
+            return self._logprobs()
+
+    @abstractmethod
+    def _logprobs(self) -> Tensor:
+        """``logprobs`` of a started decoder."""
 
     def logits(self, rows: Tensor | None = None) -> Tensor:
         """``[len(rows), V]`` scores of the next token after the prefixes ``rows`` (every prefix
         by default) whose log-softmax is ``logprobs()``. The beam search normalises these itself,
         over only what it needs; decoders with an output layer return that layer's logits, for the
         rows asked for only, and spare the search a pass over the vocabulary."""
-        logprobs = self.logprobs()
+        self._check_started("logits")
+        with evaluating(self.model):
+            return self._logits(rows)
+
+    def _logits(self, rows: Tensor | None) -> Tensor:
+        """``logits`` of a started decoder: by default ``_logprobs``' rows."""
+        logprobs = self._logprobs()
         return logprobs if rows is None else logprobs[rows]
 
     def advance(self, parents: Tensor, tokens: Tensor) -> None:
         """New prefixes: ``prefix[parents[i]] + tokens[i]`` (1-d integer tensors of one length)."""
-        if not self.started:
-            raise RuntimeError("call start(n) before advance()")
+        self._check_started("advance")
         device = self.model.device
         parents = torch.as_tensor(parents, device=device)
         tokens = torch.as_tensor(tokens, device=device)
@@ -156,11 +171,16 @@ class Decoder(ABC):
             raise ValueError(
                 f"token {int(tokens[bad_token][0])} is outside the vocabulary (0..{vocab_size - 1}{keep})"
             )
-        self._advance(parents, tokens)
+        with evaluating(self.model):
+            self._advance(parents, tokens)
 
     @abstractmethod
     def _advance(self, parents: Tensor, tokens: Tensor) -> None:
         """``advance`` for checked arguments (class docstring)."""
+
+    def _check_started(self, call: str) -> None:
+        if not self.started:
+            raise RuntimeError(f"call start(n) before {call}()")
 
     @property
     @abstractmethod

@@ -75,7 +75,6 @@ from syntaxlm.models.decoding import ActionGrammar, Decoder, words_grammar
 from syntaxlm.models.lstm_lm import select_rows
 from syntaxlm.models.scoring import (
     ScoringItem,
-    evaluating,
     padded,
     reject_trees,
     sentence_item,
@@ -442,10 +441,8 @@ class MixtureDecoder(Decoder):
     def size(self) -> int:
         return 0 if self._held is None else self._held.shape[0]
 
-    def logprobs(self) -> Tensor:
+    def _logprobs(self) -> Tensor:
         """``[n, V]`` natural-log ``p(next token | prefix)`` (Eq. 3), float32."""
-        if self._held is None:
-            raise RuntimeError("call start(n) before logprobs()")
         return torch.logsumexp(self._log_attention[:, :, None] + self._held, dim=1)
 
     def _hold(self, dependency_logprobs: Tensor, window: int | None = None) -> None:
@@ -462,8 +459,6 @@ class DMTransformer(DependencyMixtureLM):
     """DM-Transformer: the GPT-2-style ``lm`` with the penultimate layer's head-averaged attention
     as the dependency attention (§2.2). No parameter is added."""
 
-    name: ClassVar[str] = "dm-transformer"
-
     def max_positions(self) -> int | None:
         return self.base.config.max_length
 
@@ -474,7 +469,8 @@ class DMTransformer(DependencyMixtureLM):
             raise ValueError(
                 f"a sequence of {length} positions is longer than max_length {base.config.max_length}"
             )
-        # The base model's forward (ActionLM.forward), keeping each layer's input.
+        # The base model's forward (ActionLM.forward), keeping each layer's input; tests/test_dmlm.py
+        # checks that the two agree.
         x = base.input_vectors(inputs, torch.arange(length, device=inputs.device))
         hidden, layer_inputs = base.transformer(base.embedding_dropout(x), base.attention_mask(length))
         return base.lm_logits(hidden), self.log_attention(layer_inputs[-2])
@@ -525,24 +521,23 @@ class DMTransformerDecoder(MixtureDecoder):
 
     def _run(self, tokens: Tensor) -> None:
         model, base = self.model, self.model.base
-        with evaluating(model):
-            position = torch.full((1, 1), self.length, dtype=torch.long, device=self.device)
-            x = base.input_vectors(tokens[:, None], position)
-            self.length += 1
-            mask = torch.ones(1, 1, 1, self.length, dtype=torch.bool, device=self.device)
-            blocks = base.transformer.blocks
-            self._cache.append(1)
-            penultimate_input = x
-            for i, block in enumerate(blocks):  # one attention module per block
-                if i == len(blocks) - 2:
-                    penultimate_input = x
-                x = block.step(x, mask, self._cache, i)
-            hidden = base.transformer.final_norm(x)[:, 0]
-            self._hold(base.lm_logits(hidden).float().log_softmax(-1))
-            q, _ = model.penultimate_queries_keys(penultimate_input)  # [n, H, 1, d_head]
-            keys = self._cache.keys_values(len(blocks) - 2)[0]  # the penultimate block's, every position
-            scores = (q @ keys.transpose(-1, -2))[:, :, 0] / math.sqrt(q.shape[-1])  # [n, H, K]
-            self._log_attention = head_average(scores.float().log_softmax(-1))
+        position = torch.full((1, 1), self.length, dtype=torch.long, device=self.device)
+        x = base.input_vectors(tokens[:, None], position)
+        self.length += 1
+        mask = torch.ones(1, 1, 1, self.length, dtype=torch.bool, device=self.device)
+        blocks = base.transformer.blocks
+        self._cache.append(1)
+        penultimate_input = x
+        for i, block in enumerate(blocks):  # one attention module per block
+            if i == len(blocks) - 2:
+                penultimate_input = x
+            x = block.step(x, mask, self._cache, i)
+        hidden = base.transformer.final_norm(x)[:, 0]
+        self._hold(base.lm_logits(hidden).float().log_softmax(-1))
+        q, _ = model.penultimate_queries_keys(penultimate_input)  # [n, H, 1, d_head]
+        keys = self._cache.keys_values(len(blocks) - 2)[0]  # the penultimate block's, every position
+        scores = (q @ keys.transpose(-1, -2))[:, :, 0] / math.sqrt(q.shape[-1])  # [n, H, K]
+        self._log_attention = head_average(scores.float().log_softmax(-1))
 
 
 # --- DM-LSTM --------------------------------------------------------------------------------------
@@ -552,8 +547,6 @@ class DMLSTM(DependencyMixtureLM):
     """DM-LSTM: the LSTM LM with ``q_t = W_Q h_t``, ``k_j = W_K h_j`` and scaled dot products over
     the last ``context_length`` steps as the dependency attention (Eq. 2, §4.3). ``h`` is the last
     layer's output (``LSTMLM.hidden_states``); ``W_Q`` and ``W_K`` are the only new parameters."""
-
-    name: ClassVar[str] = "dm-lstm"
 
     def __init__(self, config: DMLMConfig, vocabularies: dict[str, Any]):
         super().__init__(config, vocabularies)
@@ -595,12 +588,11 @@ class DMLSTMDecoder(MixtureDecoder):
 
     def _run(self, tokens: Tensor) -> None:
         model = self.model
-        with evaluating(model):
-            hidden, self._state = model.base.hidden_states(tokens[:, None], self._state)
-            hidden = hidden[:, 0]
-            self._hold(model.base.output_logits(hidden).float().log_softmax(-1), self.window)
-            key = model.key(hidden)[:, None]
-            keys = key if self._keys is None else torch.cat([self._keys, key], dim=1)
-            self._keys = keys[:, -self.window :]
-            scores = (self._keys @ model.query(hidden)[:, :, None])[:, :, 0] / math.sqrt(hidden.shape[-1])
-            self._log_attention = scores.float().log_softmax(-1)
+        hidden, self._state = model.base.hidden_states(tokens[:, None], self._state)
+        hidden = hidden[:, 0]
+        self._hold(model.base.output_logits(hidden).float().log_softmax(-1), self.window)
+        key = model.key(hidden)[:, None]
+        keys = key if self._keys is None else torch.cat([self._keys, key], dim=1)
+        self._keys = keys[:, -self.window :]
+        scores = (self._keys @ model.query(hidden)[:, :, None])[:, :, 0] / math.sqrt(hidden.shape[-1])
+        self._log_attention = scores.float().log_softmax(-1)

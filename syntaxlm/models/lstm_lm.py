@@ -64,7 +64,6 @@ from syntaxlm.models.base import ConfigError, LossOutput, ModelConfig, Syntactic
 from syntaxlm.models.decoding import ActionGrammar, Decoder, words_grammar
 from syntaxlm.models.scoring import (
     ScoringItem,
-    evaluating,
     padded,
     picked_logprobs,
     reject_trees,
@@ -238,7 +237,6 @@ class LSTMLM(RecurrentLM):
     """Embedding → ``n_layers`` LSTMs (``nn.LSTM``, fused) → (projection) → softmax; see the module docstring."""
 
     config_class: ClassVar[type[ModelConfig]] = LSTMLMConfig
-    name: ClassVar[str] = "lstm"
     config: LSTMLMConfig
 
     def __init__(self, config: LSTMLMConfig, vocabularies: dict[str, Any]):
@@ -307,32 +305,29 @@ class RecurrentDecoder(Decoder):
     def __init__(self, model: RecurrentLM):
         self.model = model
         self._state: Any = None
-        self._logprobs: Tensor | None = None
+        self._next_logprobs: Tensor | None = None
 
     @property
     def size(self) -> int:
-        return 0 if self._logprobs is None else self._logprobs.shape[0]
+        return 0 if self._next_logprobs is None else self._next_logprobs.shape[0]
 
     def _start(self, n: int) -> None:
         self._state = None
         self._run(torch.full((n,), BOS_ID, dtype=torch.long, device=self.model.device))
 
-    def logprobs(self) -> Tensor:
-        if self._logprobs is None:
-            raise RuntimeError("call start(n) before logprobs()")
-        return self._logprobs
+    def _logprobs(self) -> Tensor:
+        return self._next_logprobs
 
     def _advance(self, parents: Tensor, tokens: Tensor) -> None:
         self._state = select_rows(self._state, parents)
         self._run(tokens)
 
     def _run(self, tokens: Tensor) -> None:
-        with evaluating(self.model):
-            if tokens.shape[0] == 0:
-                self._logprobs = torch.zeros(0, len(self.model.vocab), device=self.model.device)
-                return
-            hidden, self._state = self.model.hidden_states(tokens[:, None], self._state)
-            self._logprobs = self.model.output_logits(hidden[:, 0]).float().log_softmax(-1)
+        if tokens.shape[0] == 0:
+            self._next_logprobs = torch.zeros(0, len(self.model.vocab), device=self.model.device)
+            return
+        hidden, self._state = self.model.hidden_states(tokens[:, None], self._state)
+        self._next_logprobs = self.model.output_logits(hidden[:, 0]).float().log_softmax(-1)
 
 
 # --- corpora and helpers shared by the recurrent models ------------------------------------------------

@@ -251,7 +251,6 @@ class PRPN(RecurrentLM):
     unlabelled binary tree of each sentence off its syntactic distances."""
 
     config_class: ClassVar[type[ModelConfig]] = PRPNConfig
-    name: ClassVar[str] = "prpn"
     config: PRPNConfig
     induces_trees: ClassVar[bool] = True
 
@@ -409,8 +408,6 @@ class PRPN(RecurrentLM):
         distances = self.syntactic_distances(sentences, batch_size=batch_size)
         trees = []
         for index, (sentence, values) in enumerate(zip(sentences, distances)):
-            if not sentence:
-                raise ValueError(f"sentence {index} is empty; a tree needs at least one word")
             trees.append(tree_from_distances(values, sentence, sentence=index))
         return trees
 

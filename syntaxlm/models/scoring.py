@@ -54,14 +54,17 @@ def sentence_item(ids: np.ndarray, word_index: np.ndarray, n_words: int) -> Scor
 @contextmanager
 def evaluating(model: nn.Module) -> Iterator[nn.Module]:
     """``model`` in eval mode (dropout off, batch norm's running statistics) and without gradients
-    while the block runs; its mode is restored after it."""
+    while the block runs; its mode is restored after it. A model already in eval mode is left as it
+    is (setting the mode walks every module: a cost per step of a decoder)."""
     was_training = model.training
-    model.eval()
+    if was_training:
+        model.eval()
     try:
         with torch.no_grad():
             yield model
     finally:
-        model.train(was_training)
+        if was_training:
+            model.train()
 
 
 def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:

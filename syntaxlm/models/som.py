@@ -355,7 +355,6 @@ class SyntacticOrderedMemory(SyntacticLM):
     """eSOM and dSOM (module docstring)."""
 
     config_class: ClassVar[type[ModelConfig]] = SOMConfig
-    name: ClassVar[str] = "som"
     reads: ClassVar[tuple[str, ...]] = ("constituency", "dependency")
     induces_trees: ClassVar[bool] = True
     config: SOMConfig
@@ -770,24 +769,19 @@ class SOMDecoder(Decoder):
         return 0 if self.state is None else self.state.hidden.shape[0]
 
     def _start(self, n: int) -> None:
-        with torch.no_grad():
-            self.state = self.model.initial(n)
+        self.state = self.model.initial(n)
 
-    def logprobs(self) -> Tensor:
-        if self.state is None:
-            raise RuntimeError("call start(n) before logprobs()")
-        with evaluating(self.model):
-            return self.model.lm_logits(self.state.hidden).float().log_softmax(-1)
+    def _logprobs(self) -> Tensor:
+        return self.model.lm_logits(self.state.hidden).float().log_softmax(-1)
 
     def _advance(self, parents: Tensor, tokens: Tensor) -> None:
         if len(tokens) == 0:
             self.state = self.state.select(parents)
             self.state.words += 1
             return
-        with evaluating(self.model):
-            state = self.state.select(parents)
-            x = self.model.embed(tokens)
-            self.state, _ = self.model.step(state, x, self.model.cell_weights(), decide="argmax")
+        state = self.state.select(parents)
+        x = self.model.embed(tokens)
+        self.state, _ = self.model.step(state, x, self.model.cell_weights(), decide="argmax")
 
 
 # --- helpers ---------------------------------------------------------------------------------------

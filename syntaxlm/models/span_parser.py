@@ -103,7 +103,6 @@ class SpanParser(TrainedModel):
     """The span CRF parser (module docstring)."""
 
     config_class: ClassVar[type[ModelConfig]] = SpanParserConfig
-    name: ClassVar[str] = "parser"
     validation_part: ClassVar[str] = "tree"
     target_unit: ClassVar[str] = "word"
     config: SpanParserConfig

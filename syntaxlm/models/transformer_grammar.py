@@ -504,7 +504,6 @@ class TGDecoder(Decoder):
     def size(self) -> int:
         return len(self._length)
 
-    @torch.no_grad()
     def _start(self, n: int) -> None:
         device = self.model.device
         self._cache = self.model.transformer.key_value_cache(n)
@@ -523,18 +522,15 @@ class TGDecoder(Decoder):
         coordinate = self._coordinate(self._position, self._depth)
         self._hidden = self._run(inputs, mask, coordinate, coordinate, None)
 
-    @torch.no_grad()
-    def logprobs(self) -> Tensor:
-        return torch.log_softmax(self.logits(), dim=-1)
+    def _logprobs(self) -> Tensor:
+        return torch.log_softmax(self._logits(None), dim=-1)
 
-    @torch.no_grad()
-    def logits(self, rows: Tensor | None = None) -> Tensor:
+    def _logits(self, rows: Tensor | None) -> Tensor:
         model = self.model
         weight = model.embedding.weight if model.output is None else model.output.weight
         hidden = self._hidden[self._row if rows is None else self._row[rows]]
         return F.linear(hidden, weight, model.output_bias).float()
 
-    @torch.no_grad()
     def _advance(self, parents: Tensor, tokens: Tensor) -> None:
         device = self.model.device
         n, m = self.size, len(parents)
@@ -640,17 +636,16 @@ class TGDecoder(Decoder):
             if model.config.position_kind == "linear":  # no key lies after position 0 or a query
                 reach = int(self._length.max()) + 1
             relative, position_table = model.relative_positions.lookup(distance, reach)
-        with evaluating(model):
-            x = model.embedding(inputs) * math.sqrt(model.config.d_model)
-            hidden = model.transformer.step(
-                x,
-                mask,
-                self._cache,
-                relative=relative,
-                position_table=position_table,
-                compose=compose if model.config.separate_compose else None,
-                kernel="math" if model.device.type == "cpu" else "sdpa",
-            )
+        x = model.embedding(inputs) * math.sqrt(model.config.d_model)
+        hidden = model.transformer.step(
+            x,
+            mask,
+            self._cache,
+            relative=relative,
+            position_table=position_table,
+            compose=compose if model.config.separate_compose else None,
+            kernel="math" if model.device.type == "cpu" else "sdpa",
+        )
         return hidden[:, -1]
 
     def _select(self, parents: Tensor) -> None:

@@ -1,4 +1,5 @@
-"""Training: recipes (``config``), the loop (``trainer``), checkpoints and logs.
+"""Training: recipes (``config``), the loop (``trainer``), the run folder (``run_folder``), the
+data-parallel processes (``processes``), checkpoints and logs.
 
 ``train(load_config("configs/tg-tiny.yaml"), "runs/tg-tiny")`` trains a model into a run folder;
 ``syntaxlm train CONFIG`` does the same from the command line, and under ``torchrun`` on several
@@ -23,6 +24,7 @@ from syntaxlm.train.config import (
     load_config,
     run_config,
 )
+from syntaxlm.train.run_folder import unfinished_runs
 from syntaxlm.train.trainer import (
     TrainingError,
     TrainingInterrupted,
@@ -32,8 +34,6 @@ from syntaxlm.train.trainer import (
     lr_factor,
     planned_steps,
     train,
-    unfinished_runs,
-    unigram_loss,
 )
 
 __all__ = [
@@ -60,5 +60,4 @@ __all__ = [
     "save_checkpoint",
     "train",
     "unfinished_runs",
-    "unigram_loss",
 ]

@@ -12,16 +12,8 @@ its own sums by the step's global counts; under data parallelism the result is m
 number of processes, which the gradient averaging of DistributedDataParallel undoes. Parts whose
 step count is zero are left out.
 
-A run folder holds::
-
-    config.json              {"model", "seed", "world_size", "train_config"} (read by the report)
-    data/                    the synthetic treebank, when the recipe asks for it
-    vocab/                   the text vocabulary built from the training trees (unless vocab_path)
-    checkpoint.safetensors   the latest checkpoint (see ``checkpoint``)
-    best/  last/             save_pretrained folders: lowest validation loss, end of training
-    log.csv  tensorboard/    the training log (see ``logs``)
-    training.json            the result record (``syntaxlm.results``)
-    run.lock                 locked while a run trains here (see ``run_folder_lock``)
+Around the loop: the run folder (``run_folder``: its files, its lock, model folders replaced whole),
+the data-parallel processes (``processes``), and the data, made ready by ``syntaxlm.data.prepare``.
 
 Randomness during training is seeded at every step from ``(seed, process rank, step)``, so a
 resumed run draws the same dropout masks as one that was never stopped.
@@ -30,15 +22,8 @@ resumed run draws the same dropout masks as one that was never stopped.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import errno
-import fcntl
 import math
-import os
 import random
-import shutil
-import socket
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -51,11 +36,19 @@ import torch.distributed as dist
 from torch import Tensor, nn
 
 from syntaxlm.data.batching import Batch, RowCorpus
-from syntaxlm.data.treebank import read_treebank_positions, treebank_kind
-from syntaxlm.errors import InputFormatError, MissingPosTagError, SyntaxlmError
-from syntaxlm.files import NO_SPACE, atomic_writer, no_space_reported, read_json, remove_temporary_files
-from syntaxlm.models import ConfigError, TrainedModel, construct_model, model_class
-from syntaxlm.models.base import DataProblems, LossOutput
+from syntaxlm.data.prepare import (
+    POS_TAGS_HINT,
+    check_inputs,
+    prepared_corpus,
+    run_vocabulary,
+    write_data_files,
+)
+from syntaxlm.data.treebank import DataProblems, read_treebank_positions
+from syntaxlm.errors import ConfigError, MissingPosTagError, TrainingError
+from syntaxlm.files import NO_SPACE, no_space_reported
+from syntaxlm.models import TrainedModel, construct_model, model_class
+from syntaxlm.models.base import LossOutput
+from syntaxlm.models.scoring import evaluating
 from syntaxlm.results import result_record, write_result
 from syntaxlm.train.checkpoint import (
     CHECKPOINT_FILE,
@@ -63,41 +56,23 @@ from syntaxlm.train.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from syntaxlm.train.config import DataConfig, RunConfig, TrainConfig, recorded_config
+from syntaxlm.train.config import RunConfig, TrainConfig
 from syntaxlm.train.logs import RunLog
+from syntaxlm.train.processes import Processes, start_processes
+from syntaxlm.train.run_folder import (
+    BEST,
+    LAST,
+    RESULT_FILE,
+    checkpoint_step,
+    prepare_run_folder,
+    run_folder_lock,
+    save_model_folder,
+    tidy_run_folder,
+    write_run_config,
+)
 
 _clock = time.monotonic  # the clock of train.max_minutes
 
-CONFIG_FILE = "config.json"
-RESULT_FILE = "training.json"
-LOCK_FILE = "run.lock"
-BEST, LAST = "best", "last"
-POS_TAGS_HINT = (
-    "the recipes read Penn trees with POS tags: clean with `syntaxlm data clean --style ptb` (not "
-    "choe-charniak), or read trees without POS tags with data.pos_tags=false (--set data.pos_tags=false)"
-)
-
-# Keys a resumed run may change: they decide when to stop, log or save, not what a step computes
-# (except that ``max_steps`` and ``epochs`` set the length the cosine schedule decays over).
-RESUMABLE_CHANGES = frozenset(
-    f"train.{key}"
-    for key in (
-        "max_steps",
-        "epochs",
-        "max_minutes",
-        "log_every",
-        "checkpoint_every",
-        "eval_every",
-        "patience",
-        "device",
-        "on_nonfinite",
-        "max_skipped_batches",
-    )
-)
-
-
-class TrainingError(SyntaxlmError):
-    """Training cannot go on: the loss became NaN or infinite, a corpus is empty, a resume does not fit."""
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -108,7 +83,7 @@ class TrainingInterrupted(KeyboardInterrupt):
         path = run / CHECKPOINT_FILE
         self.run = run
         self.checkpoint = path if path.is_file() else None
-        self.checkpoint_step = None if self.checkpoint is None else _checkpoint_step(path)
+        self.checkpoint_step = None if self.checkpoint is None else checkpoint_step(path)
         self.step = step if step is not None else (self.checkpoint_step or 0)
         super().__init__(run, self.step)  # the arguments again, for pickling (worker processes)
 
@@ -245,7 +220,6 @@ def weighted_loss(sums: dict[str, float], counts: dict[str, int], weights: dict[
     )
 
 
-@torch.no_grad()
 def evaluate(
     model: TrainedModel,
     corpus: RowCorpus,
@@ -262,13 +236,11 @@ def evaluate(
     Returns ``{"loss", "perplexity", "tokens"}``. With several processes each scores its rows and
     the sums are added up, so every process gets the numbers of the whole corpus.
     """
-    was_training = model.training
-    model.eval()
     device = torch.device(device)
     total = torch.zeros((), dtype=torch.float64, device=device)
     tokens = 0
     state = None
-    try:
+    with evaluating(model):
         for batch in corpus.batches(batch_size, shuffle=False, rank=rank, world_size=world_size):
             tokens += batch.counts[model.validation_part]
             if batch.size == 0:  # fewer rows than processes in the last batch: none for this one
@@ -277,36 +249,10 @@ def evaluate(
                 output = model.loss(batch.to(device), state)
             state = output.state
             total += output.sums[model.validation_part].double()
-    finally:
-        model.train(was_training)
     if world_size > 1:
         dist.all_reduce(total)
     loss = float(total) / max(tokens, 1)
     return {"loss": loss, "perplexity": math.exp(min(loss, 700.0)), "tokens": tokens}
-
-
-def unigram_loss(
-    train: RowCorpus, valid: RowCorpus, *, part: str = "lm", vocab_size: int | None = None
-) -> float:
-    """Validation loss (nats per token) of the add-one-smoothed unigram distribution of the train targets.
-
-    The baseline every trained model must beat clearly. ``vocab_size`` defaults to the largest
-    target id seen plus one.
-    """
-    train_targets = _targets(train, part)
-    valid_targets = _targets(valid, part)
-    if not len(valid_targets):
-        raise TrainingError(f"the validation corpus has no {part!r} targets")
-    largest = int(max(train_targets.max(initial=0), valid_targets.max(initial=0)))
-    size = max(vocab_size or 0, largest + 1)
-    counts = np.bincount(train_targets, minlength=size).astype(np.float64)
-    logprob = np.log(counts + 1.0) - math.log(len(train_targets) + size)
-    return float(-logprob[valid_targets].mean())
-
-
-def _targets(corpus: RowCorpus, part: str) -> np.ndarray:
-    values = corpus.fields[corpus.target_fields[part]]
-    return values[corpus._targets(values)].astype(np.int64)
 
 
 def detach(value: Any) -> Any:
@@ -363,145 +309,6 @@ def _seed_everything(seed: int) -> None:
     np.random.seed(seed % 2**32)
 
 
-# --- processes and devices ---------------------------------------------------------------------------
-
-
-@dataclass
-class Processes:
-    """This process's place among the data-parallel ones (one process: rank 0 of 1)."""
-
-    rank: int = 0
-    world_size: int = 1
-    local_rank: int = 0
-    owns_group: bool = False
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-    def barrier(self) -> None:
-        if self.world_size > 1:
-            dist.barrier()
-
-    def sum(self, values: list[float], device: torch.device) -> list[float]:
-        if self.world_size == 1:
-            return values
-        tensor = torch.tensor(values, dtype=torch.float64, device=device)
-        dist.all_reduce(tensor)
-        return tensor.tolist()
-
-    def gather(self, value: Any) -> list[Any]:
-        """``value`` of every process, on rank 0 (other ranks get an empty list)."""
-        if self.world_size == 1:
-            return [value]
-        gathered = [None] * self.world_size if self.main else None
-        dist.gather_object(value, gathered, dst=0)
-        return gathered or []
-
-
-def start_processes(device_choice: str) -> tuple[Processes, torch.device]:
-    """Join the process group ``torchrun`` describes (``WORLD_SIZE`` > 1) and pick this process's device."""
-    if device_choice == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("train.device is 'cuda' but no CUDA device is available")
-    use_cuda = device_choice == "cuda" or (device_choice == "auto" and torch.cuda.is_available())
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    if world_size <= 1 and not dist.is_initialized():
-        return Processes(), torch.device("cuda" if use_cuda else "cpu")
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if use_cuda:
-        torch.cuda.set_device(local_rank)
-    owns = False
-    if not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if use_cuda else "gloo")
-        owns = True
-    processes = Processes(dist.get_rank(), dist.get_world_size(), local_rank, owns)
-    return processes, torch.device(f"cuda:{local_rank}" if use_cuda else "cpu")
-
-
-# --- data ----------------------------------------------------------------------------------------------
-
-
-def check_inputs(data: DataConfig, out: Path) -> None:
-    """Fail before anything is written when a treebank file or the vocabulary folder is missing."""
-    if data.synthetic is None:
-        for role, path in data.treebank_paths(out).items():
-            if not path.is_file():
-                raise ConfigError(f"data.{role}: no such file {path} (set data.{role} or --data-{role})")
-    if data.vocab_path is not None and not Path(data.vocab_path).exists():
-        raise ConfigError(f"data.vocab_path: no such vocabulary folder {data.vocab_path}")
-
-
-def _prepare_files(config: RunConfig, out: Path, processes: Processes, *, fresh: bool):
-    """Write the synthetic treebank and build the vocabulary (first process), then read the vocabulary."""
-    from syntaxlm.data.synthetic import write_synthetic_treebank
-    from syntaxlm.text.base import load_vocabulary
-    from syntaxlm.text.build import build_vocabulary
-
-    data = config.data
-    paths = data.treebank_paths(out)
-    if processes.main:
-        if data.synthetic is not None and (fresh or not paths["train"].is_file()):
-            write_synthetic_treebank(
-                out / "data",
-                sentences=data.synthetic.sentences,
-                seed=data.synthetic.seed,
-                lexicon_size=data.synthetic.lexicon_size,
-            )
-        if data.vocab_path is None and (fresh or not (out / "vocab" / "vocab.json").is_file()):
-            build_vocabulary(
-                paths["train"],
-                out / "vocab",
-                kind=data.vocab.kind,
-                min_freq=data.vocab.min_freq,
-                vocab_size=data.vocab.vocab_size,
-                pos_tags=data.pos_tags,
-                # Nonterminal labels only in the validation/test trees must be spellable too.
-                label_sources=[paths[split] for split in ("valid", "test") if paths.get(split)],
-            )
-    processes.barrier()
-    vocab = load_vocabulary(data.vocab_path if data.vocab_path is not None else out / "vocab")
-    return paths, vocab
-
-
-def prepared_corpus(
-    model: TrainedModel, path: Path, treebank: tuple[list, list[int], list[int]], *, on_problem: str
-) -> tuple[RowCorpus, DataProblems]:
-    """The model's corpus of the treebank ``path`` (as ``read_treebank_positions`` gives it) and the
-    problems found in it, by sentence index in the file: trees left empty by cleaning, nonterminals
-    the vocabulary lacks, and what ``prepare`` drops. ``on_problem``: ``report`` (trees the model
-    cannot spell stop the run, as they would in ``prepare``), ``skip`` (they are left out) or
-    ``fail`` (any problem is a ``ConfigError``)."""
-    trees, positions, empty = treebank
-    problems = DataProblems()
-    for index in empty:
-        problems.add("empty", index, "without words after cleaning; dropped")
-    unknown = model.unknown_nonterminals(trees)
-    for index in unknown:
-        problems.add("unknown_nonterminal", positions[index], "with nonterminals missing from the vocabulary")
-    if (unknown and on_problem != "skip") or (problems and on_problem == "fail"):
-        raise ConfigError(_problem_message(path, problems, on_problem, unknown, positions))
-    if unknown:
-        kept = [i for i in range(len(trees)) if i not in unknown]
-        trees, positions = [trees[i] for i in kept], [positions[i] for i in kept]
-    corpus, dropped = model.prepare_with_problems(trees)
-    problems = problems.merged(dropped, positions)
-    if problems and on_problem == "fail":
-        raise ConfigError(_problem_message(path, problems, on_problem, {}, positions))
-    return corpus, problems
-
-
-def _problem_message(
-    path: Path, problems: DataProblems, on_problem: str, unknown: dict[int, list[str]], positions: list[int]
-) -> str:
-    text = f"{path}: " + "; ".join(problems.lines())
-    if unknown:
-        first = next(iter(unknown))
-        text += f" (sentence {positions[first]} has {', '.join(unknown[first][:5])})"
-    if on_problem == "fail":
-        return text + " (data.on_problem is fail; set it to skip to train without these sentences)"
-    return text + "; build the vocabulary from these trees, or set data.on_problem=skip to leave them out"
-
-
 # --- the run -------------------------------------------------------------------------------------------
 
 
@@ -533,61 +340,8 @@ def _check_run(config: RunConfig, out: Path, processes: Processes) -> None:
             f"train.batch_size ({config.train.batch_size}) must be at least the number of processes "
             f"({processes.world_size})"
         )
-    check_inputs(config.data, out)
-    reads = model_class(config.model.model).reads
-    for role, path in config.data.treebank_paths(out).items():
-        if treebank_kind(path) not in reads:
-            raise ConfigError(
-                f"data.{role}: {path} holds {treebank_kind(path)} trees; model {config.model.model} reads "
-                f"{' or '.join(reads)} trees"
-            )
-
-
-@contextlib.contextmanager
-def run_folder_lock(out: Path, processes: Processes, device: torch.device) -> Iterator[None]:
-    """Hold the lock of the run folder ``out`` (the first process takes it) for the whole run.
-
-    A second training into a folder whose lock is held fails at once with a ``TrainingError`` naming
-    the holder, in every process of that training. The lock is a ``flock`` on ``run.lock``, which
-    the kernel releases when its holder ends in any way (SIGKILL too): a killed run's lock never
-    blocks the next one. The file stays; its text only names the holder.
-    """
-    handle, holder = _lock_run_folder(out) if processes.main else (None, None)
-    refused = processes.sum([0.0 if handle is not None or not processes.main else 1.0], device)[0]
-    if refused:
-        who = f"by {holder}" if holder else "(the first process's error names the holder)"
-        raise TrainingError(
-            f"{out} is in use by another training run {who}; wait for that run to end, or train into "
-            "another folder"
-        )
-    try:
-        yield
-    finally:
-        if handle is not None:
-            handle.close()  # releases the lock
-
-
-def _lock_run_folder(out: Path) -> tuple[Any, str | None]:
-    """``(the open lock file, None)`` when this process now holds the folder's lock, else
-    ``(None, the holder's pid, host and start time)``."""
-    out.mkdir(parents=True, exist_ok=True)
-    handle = open(out / LOCK_FILE, "a+", encoding="utf-8")  # noqa: SIM115 (held for the whole run)
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "a process that has not yet written its name"
-        handle.close()
-        return None, holder
-    except BaseException:
-        handle.close()
-        raise
-    handle.seek(0)
-    handle.truncate()
-    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
-    handle.write(f"process {os.getpid()} on host {socket.gethostname()}, started {started}\n")
-    handle.flush()
-    return handle, None
+    model = config.model.model
+    check_inputs(config.data, out, model=model, reads=model_class(model).reads)
 
 
 def _train(
@@ -599,16 +353,11 @@ def _train(
     ``TrainingInterrupted``; the last checkpoint is whole (checkpoints are written atomically)."""
     run: _Run | None = None
     try:
-        fresh = _prepare_run_folder(config, out, processes, resume=resume)
+        fresh = prepare_run_folder(config, out, processes, resume=resume)
         model, data = _build_model_and_data(config, out, processes, fresh=fresh)
-        if processes.main:  # from here on the folder holds a run (resumable, not overwritten)
-            run_record = {
-                "model": config.model.model,
-                "seed": config.train.seed,
-                "world_size": processes.world_size,
-            }
+        if processes.main:
             with no_space_reported(out, "the run's config"):
-                _write_json(out / CONFIG_FILE, {**run_record, "train_config": config.to_dict()})
+                write_run_config(config, out, world_size=processes.world_size)
         baseline = model.baseline_loss(data.train, data.valid)
         run = _restore(config, out, model, data, processes, device, fresh=fresh)
         run.open_log(baseline, progress=progress)
@@ -628,33 +377,8 @@ def _train(
         return _record_result(run, stopped, baseline)
     except KeyboardInterrupt:
         if processes.main:
-            _tidy_run_folder(out)
+            tidy_run_folder(out)
         raise TrainingInterrupted(out, None if run is None else run.state.step) from None
-
-
-def _prepare_run_folder(config: RunConfig, out: Path, processes: Processes, *, resume: bool) -> bool:
-    """Check that ``out`` may take this run and tidy what a crash left; True when there is no checkpoint."""
-    checkpoint_path = out / CHECKPOINT_FILE
-    has_run = (out / CONFIG_FILE).is_file() or checkpoint_path.is_file()
-    if has_run and not resume:
-        raise TrainingError(
-            f"{out} already holds a run; resume it (--resume) or choose another output folder"
-        )
-    if has_run:
-        _check_resumable(config, out / CONFIG_FILE)
-    fresh = not checkpoint_path.is_file()
-    processes.barrier()  # every process has looked at the folder before the first one writes to it
-    if processes.main:
-        out.mkdir(parents=True, exist_ok=True)
-        _tidy_run_folder(out)
-    return fresh
-
-
-def _tidy_run_folder(out: Path) -> None:
-    """Remove the temporary files and half-written model folders a stopped run left in ``out``."""
-    for folder in (out, out / "data", out / "vocab"):  # the folders the run writes files into
-        remove_temporary_files(folder)
-    repair_model_folders(out)
 
 
 @dataclass
@@ -670,10 +394,15 @@ class _RunData:
 def _build_model_and_data(
     config: RunConfig, out: Path, processes: Processes, *, fresh: bool
 ) -> tuple[TrainedModel, _RunData]:
-    """Write the data files, read the treebanks, build the model, and prepare its two corpora."""
+    """Write the data files (first process), read the treebanks, build the model, and prepare its two
+    corpora."""
+    paths = config.data.treebank_paths(out)
     try:
         with no_space_reported(out, "the run's data and vocabulary"):
-            paths, vocab = _prepare_files(config, out, processes, fresh=fresh)
+            if processes.main:
+                write_data_files(config.data, out, fresh=fresh)
+            processes.barrier()
+            vocab = run_vocabulary(config.data, out)
         treebanks = {
             role: read_treebank_positions(paths[role], pos_tags=config.data.pos_tags)
             for role in ("train", "valid")
@@ -989,21 +718,10 @@ class _Run:
         if not self.checkpoint_path.is_file():
             return "no checkpoint was written yet"
         path = self.checkpoint_path
-        return f"the last good checkpoint is {path} (step {_checkpoint_step(path)})"
+        return f"the last good checkpoint is {path} (step {checkpoint_step(path)})"
 
     def _epoch(self) -> float:
         return round(self.state.epoch + self.state.batch / self.n_batches, 4)
-
-
-def unfinished_runs(folder: str | Path) -> list[tuple[Path, int | str | None]]:
-    """The run folders in ``folder`` (itself included) without a result: runs stopped before their
-    end, which a resume continues. Each with the step of its checkpoint (None: none written yet)."""
-    runs = []
-    for lock in sorted(Path(folder).rglob(LOCK_FILE)):
-        run, checkpoint = lock.parent, lock.parent / CHECKPOINT_FILE
-        if not (run / RESULT_FILE).is_file():
-            runs.append((run, _checkpoint_step(checkpoint) if checkpoint.is_file() else None))
-    return runs
 
 
 def _record_result(run: _Run, stopped: str, baseline: tuple[str, float]) -> TrainResult:
@@ -1065,60 +783,6 @@ def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
     ]
     groups = [group for group in groups if group["params"]]
     return torch.optim.AdamW(groups, lr=config.lr, betas=config.betas, fused=True)
-
-
-def save_model_folder(model: TrainedModel, folder: Path) -> Path:
-    """``save_pretrained`` into a temporary folder that then takes the place of ``folder`` at once.
-
-    On Linux the two folders are swapped in one system call (``renameat2`` with
-    ``RENAME_EXCHANGE``): a reader of ``folder`` finds the old model or the new one, never a
-    missing folder or a partial file. Elsewhere the old folder is moved aside first, and
-    ``repair_model_folders`` puts it back if the process dies before the new one is in place.
-    """
-    tmp = folder.with_name(f".{folder.name}.tmp")
-    old = folder.with_name(f".{folder.name}.old")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        model.save_pretrained(tmp)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    if folder.exists() and _exchange(tmp, folder):
-        shutil.rmtree(tmp, ignore_errors=True)  # the previous model
-        return folder
-    shutil.rmtree(old, ignore_errors=True)
-    if folder.exists():
-        folder.rename(old)
-    tmp.rename(folder)
-    shutil.rmtree(old, ignore_errors=True)
-    return folder
-
-
-def repair_model_folders(out: Path) -> None:
-    """After a crash: drop half-written model folders, put back one moved aside (``save_model_folder``)."""
-    for name in (BEST, LAST):
-        folder, tmp, old = out / name, out / f".{name}.tmp", out / f".{name}.old"
-        shutil.rmtree(tmp, ignore_errors=True)
-        if old.is_dir() and not folder.exists():
-            old.rename(folder)
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def _exchange(first: Path, second: Path) -> bool:
-    """Swap two paths atomically (Linux ``renameat2(RENAME_EXCHANGE)``); False where that is not available."""
-    if not sys.platform.startswith("linux"):
-        return False
-    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
-    if renameat2 is None:  # C library older than glibc 2.28
-        return False
-    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    at_cwd, exchange = -100, 2  # AT_FDCWD, RENAME_EXCHANGE
-    if renameat2(at_cwd, os.fsencode(first), at_cwd, os.fsencode(second), exchange) == 0:
-        return True
-    code = ctypes.get_errno()
-    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # a file system without it
-        return False
-    raise OSError(code, os.strerror(code), str(second))
 
 
 # --- helpers of the loop -------------------------------------------------------------------------------
@@ -1222,51 +886,3 @@ def _batch_names(batches: list[list[int]]) -> str:
     if len(names) > 6:
         names = [*names[:3], f"... {len(names) - 5} more", *names[-2:]]
     return "; ".join(names)
-
-
-def _checkpoint_step(path: Path) -> int | str:
-    from syntaxlm.train.checkpoint import read_training_state
-
-    try:
-        return read_training_state(path).step
-    except SyntaxlmError:
-        return "?"
-
-
-def _check_resumable(config: RunConfig, saved_path: Path) -> None:
-    """A resumed run must compute what the stopped one did: only ``RESUMABLE_CHANGES`` may differ."""
-    if not saved_path.is_file():
-        return
-    saved = read_json(saved_path, InputFormatError, expected="a run configuration")
-    saved = saved.get("train_config") if isinstance(saved, dict) else None
-    if not isinstance(saved, dict):
-        raise TrainingError(f"{saved_path}: no train_config; was this folder written by syntaxlm train?")
-    now, before = _flat(config.to_dict()), _flat(recorded_config(saved))
-    changed = sorted(key for key in now.keys() | before.keys() if now.get(key) != before.get(key))
-    changed = [key for key in changed if key not in RESUMABLE_CHANGES]
-    if changed:
-        shown = "; ".join(
-            f"{key}: {before.get(key)!r} in the run, {now.get(key)!r} now" for key in changed[:6]
-        )
-        raise ConfigError(
-            f"{saved_path}: the config differs from the run's in what a step computes ({shown}); "
-            f"only {', '.join(sorted(RESUMABLE_CHANGES))} may change on resume"
-        )
-
-
-def _flat(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in values.items():
-        if isinstance(value, dict):
-            flat.update(_flat(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
-def _write_json(path: Path, value: Any) -> None:
-    import json
-
-    with atomic_writer(path) as handle:
-        json.dump(value, handle, indent=2)
-        handle.write("\n")

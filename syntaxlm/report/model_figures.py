@@ -40,6 +40,7 @@ from syntaxlm.models import (
     model_names_with,
 )
 from syntaxlm.models.base import AttentionMap
+from syntaxlm.report.markdown import heading, image
 from syntaxlm.report.plots import (
     attention_mask_figure,
     attention_weights_figure,
@@ -282,7 +283,7 @@ def report_model_figures(
     words = list(words)
     folders = [Path(folder) for folder in run_folders]
     saved = [folder for folder in folders if (folder / "best" / "config.json").is_file()]
-    lines = ["## Figures from the models", "", f"Sentence: *{' '.join(words)}*.", ""]
+    lines = [heading("Figures from the models"), "", f"Sentence: *{' '.join(words)}*.", ""]
     missing = [folder for folder in folders if folder not in saved]
     if missing:
         lines += ["No saved model (`best/`) in " + ", ".join(f"`{f}`" for f in missing) + ".", ""]
@@ -290,10 +291,10 @@ def report_model_figures(
         return lines
     models = load_models([folder / "best" for folder in saved])
     save_figure(surprisal_comparison(models, words, beam=beam), out / "surprisal.png")
-    lines += ["![per-word surprisal](surprisal.png)", ""]
+    lines += [image("per-word surprisal", "surprisal.png"), ""]
     for name, model in models.items():
         if model.induces_trees:
             path = out / f"structure-{re.sub(r'[^A-Za-z0-9._-]+', '_', name)}.png"
             save_figure(induced_structure_figure(model, words, title=f"{name}: induced structure"), path)
-            lines += [f"![{name}: induced structure]({path.name})", ""]
+            lines += [image(f"{name}: induced structure", path.name), ""]
     return lines

@@ -51,7 +51,7 @@ from typing import Any
 from syntaxlm.errors import InputFormatError
 from syntaxlm.eval.intervals import Interval, bootstrap_difference, bootstrap_mean, verdict
 from syntaxlm.eval.syntaxgym import CIRCUITS, SYNTHETIC_PHENOMENA, sg_scores, suite_group
-from syntaxlm.files import atomic_writer, read_json
+from syntaxlm.files import read_json
 from syntaxlm.report.evaluations import (
     COLUMNS,
     NOT_RECORDED,
@@ -65,6 +65,7 @@ from syntaxlm.report.evaluations import (
     suite_scoring,
     suites_evaluation,
 )
+from syntaxlm.report.markdown import heading, image, table, write_markdown
 from syntaxlm.report.plots import circuit_accuracy_figure, perplexity_vs_sg_figure, save_figure
 from syntaxlm.results import read_checked_result
 
@@ -357,7 +358,7 @@ def comparison_lines(comparisons: list[Comparison], baseline: str, runs_of: dict
     """The report's section of ``sg_comparisons``: a table and, per model, where it is ahead."""
     seeds = ", ".join(f"{model} {n}" for model, n in runs_of.items())
     lines = [
-        f"## SyntaxGym: each model against {baseline}",
+        heading(f"SyntaxGym: each model against {baseline}"),
         "",
         "Accuracy of each group of suites (the mean of its suites' accuracies, prediction 0) and the "
         f"difference model − {baseline}, each with a 95% bootstrap interval over the items, stratified "
@@ -368,15 +369,14 @@ def comparison_lines(comparisons: list[Comparison], baseline: str, runs_of: dict
         "words, beam estimates for joint models of words and trees (the papers' comparison). Models whose "
         f"estimates were made differently (other beams), or whose files do not record how, are *{NOT_RANKED}*.",
         "",
-        f"| model | group | suites | items | model accuracy | {baseline} | difference | verdict |",
-        "|---|---|---:|---:|---|---|---|---|",
     ]
-    for c in comparisons:
-        lines.append(
-            f"| {c.model} | {c.group} | {len(c.suites)} | {c.items} | {c.accuracy.text()} | "
-            f"{c.baseline_accuracy.text()} | {c.difference.text()} | {c.verdict} |"
-        )
-    lines.append("")
+    headers = ["model", "group", "suites", "items", "model accuracy", baseline, "difference", "verdict"]
+    rows = [
+        [c.model, c.group, str(len(c.suites)), str(c.items), c.accuracy.text(), c.baseline_accuracy.text(),
+         c.difference.text(), c.verdict]
+        for c in comparisons
+    ]  # fmt: skip
+    lines += [*table(headers, rows, align=["left", "left", "right", "right"]), ""]
     for model in dict.fromkeys(c.model for c in comparisons):
         mine = [c for c in comparisons if c.model == model]
         grouped = [c for c in mine if c.group != ALL_SUITES] or mine
@@ -535,17 +535,13 @@ def number_tables(models: list[str], by_model: dict[str, list[Run]]) -> list[str
         if not rows:
             continue
         names = list(dict.fromkeys(name for runs in rows.values() for values in runs for name in values))
-        lines += [
-            f"## {title}",
-            "",
-            "| model | " + " | ".join([*names, *COLUMNS]) + " |",
-            "|---|" + "---:|" * len(names) + "---|" * len(COLUMNS),
-        ]
         labels = row_labels(rows)
-        for label, ((_, how), runs) in zip(labels, rows.items()):
-            cells = [_cell([values[name] for values in runs if name in values]) for name in names]
-            lines.append(f"| {label} | " + " | ".join([*cells, *how.cells()]) + " |")
-        lines.append("")
+        cells = [
+            [label, *(_cell([values[n] for values in runs if n in values]) for n in names), *how.cells()]
+            for label, ((_, how), runs) in zip(labels, rows.items())
+        ]
+        align = ["left", *["right"] * len(names)]
+        lines += [heading(title), "", *table(["model", *names, *COLUMNS], cells, align), ""]
         lines += warning_lines(dict(zip(labels, (warnings[row] for row in rows))))
         lines += not_alike_lines(dict(zip(labels, (how for _, how in rows))), "numbers")
     return lines
@@ -604,7 +600,8 @@ def _perplexity_vs_sg(
     chance = levels.pop() if sg_label == SG_MEAN and len(levels) == 1 else None
     figure = perplexity_vs_sg_figure(points, xlabel=PERPLEXITY_PER_WORD, ylabel=sg_label, chance=chance)
     save_figure(figure, out / "perplexity_vs_sg.png")
-    lines = ["## Perplexity and SG score", "", "![perplexity vs SG score](perplexity_vs_sg.png)", ""]
+    figure_line = image("perplexity vs SG score", "perplexity_vs_sg.png")
+    lines = [heading("Perplexity and SG score"), "", figure_line, ""]
     lines += not_alike_lines(evaluations, "perplexities")
     return lines + not_alike_lines(dict(zip(labels, sg_evaluations.values())), "SG scores")
 
@@ -632,7 +629,7 @@ def make_report(
     for run in runs:
         by_model[run.model].append(run)
 
-    lines = ["# Results", "", f"{len(runs)} runs of {len(models)} models: " + ", ".join(models) + ".", ""]
+    lines = [heading("Results", 1), "", f"{len(runs)} runs of {len(models)} models: {', '.join(models)}.", ""]
     tables = number_tables(models, by_model)
     if tables:
         lines += [
@@ -664,7 +661,7 @@ def make_report(
             title="SyntaxGym accuracy by circuit or phenomenon",
         )
         save_figure(figure, out / "sg_circuits.png")
-        lines += ["## SyntaxGym by circuit", "", "![SG accuracy by circuit](sg_circuits.png)", ""]
+        lines += [heading("SyntaxGym by circuit"), "", image("SG accuracy by circuit", "sg_circuits.png"), ""]
     comparisons = sg_comparisons(by_model, baseline)
     if comparisons:
         lines += comparison_lines(comparisons, baseline, {model: len(by_model[model]) for model in models})
@@ -673,8 +670,5 @@ def make_report(
         from syntaxlm.report.model_figures import report_model_figures, sentence_words
 
         lines += report_model_figures([run.folder for run in runs], sentence_words(figure_sentence), out)
-    lines += ["## Runs", ""] + [f"- `{run.folder}`: {run.model}, seed {run.seed}" for run in runs] + [""]
-    path = out / "report.md"
-    with atomic_writer(path) as handle:
-        handle.write("\n".join(lines))
-    return path
+    lines += [heading("Runs"), "", *(f"- `{run.folder}`: {run.model}, seed {run.seed}" for run in runs), ""]
+    return write_markdown(out / "report.md", lines)

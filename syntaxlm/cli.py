@@ -832,7 +832,7 @@ def eval_sg(
         _emit("syntaxgym", result, as_json, out, format_suite_result(result), inputs)
         return
     from syntaxlm.eval.syntaxgym import format_suites_summary, suites_summary
-    from syntaxlm.experiments import beam_options, suite_results
+    from syntaxlm.jobs.suites import beam_options, suite_results
 
     scorer = _scorer(model, method, action_beam, word_beam, fast_track, device, batch_size=batch_size)
     if workers > 1 and scorer.model.device.type != "cpu":
@@ -1026,7 +1026,7 @@ def eval_blimp(
         pairs = pairs[:limit]
     if model is not None:
         from syntaxlm.eval.scorers import model_blimp, ptb_tokens
-        from syntaxlm.experiments import beam_options
+        from syntaxlm.jobs.suites import beam_options
 
         scorer = _scorer(model, method, action_beam, word_beam, fast_track, device, batch_size=batch_size)
         _estimate_before(scorer, [ptb_tokens(s) for pair in pairs for s in (pair.good, pair.bad)])
@@ -1108,9 +1108,9 @@ def eval_ppl(
     """
     _refuse_overwriting(out, [data, proposals])
     from syntaxlm.data.sentences import is_treebank, read_given_trees, read_sentences
-    from syntaxlm.eval.perplexity import perplexity
-    from syntaxlm.inference import perplexity_logprobs, read_proposals
+    from syntaxlm.inference import read_proposals
     from syntaxlm.inference.marginal import document_context
+    from syntaxlm.jobs.perplexity import perplexity_evaluation
 
     if context not in ("training", "full"):
         raise typer.BadParameter(f"expected training or full, got {context!r}", param_hint="--context")
@@ -1155,9 +1155,7 @@ def eval_ppl(
             "progress": progress,
         }
         with _sizes_as_options():
-            _proposal_perplexity(
-                data, model, parser, words[:limit], drawn, len(words), limit, as_json, out, device
-            )
+            _proposal_perplexity(data, model, parser, words, drawn, limit, as_json, out, device)
         return
     scorer = _scorer(model, method.value, action_beam, word_beam, fast_track, device, **settings)
     if scorer.method != "beam":
@@ -1170,54 +1168,41 @@ def eval_ppl(
         given["trees"] = trees
     elif scorer.method == "proposals":
         given["proposals"] = read_proposals(proposals, n_sentences=len(words), pos_tags=pos_tags)
-    in_data = len(words)
-    words, given = words[:limit], {key: value[:limit] for key, value in given.items()}
-    kept, kept_words, given = _sentences_to_score(scorer, words, given, skip_long)
-    skipped = sorted(set(range(len(words))) - set(kept))
-    _estimate_before(scorer, kept_words)
+
+    def choose(sentences: list[list[str]]) -> list[int]:  # --skip-long's, then the time estimate
+        kept, kept_words, _ = _sentences_to_score(scorer, sentences, {}, skip_long)
+        _estimate_before(scorer, kept_words)
+        return kept
+
     with _sizes_as_options():
-        logprobs, ends, marginalisation = perplexity_logprobs(scorer, kept_words, indices=kept, **given)
-    result = perplexity(logprobs, ends, marginalisation=marginalisation)
-    inputs = {"data": data, "model": model / "model.safetensors"}
-    options = {"method": scorer.method, "context": marginalisation["context"], "limit": limit}
-    if limit is not None:
-        options["sentences_in_data"] = in_data  # the first `limit` of them scored: a subset
-    if skipped:
-        options["skipped_too_long"] = skipped  # sentence indices in DATA
-    _emit("perplexity", result.to_json(), as_json, out, result.render(), inputs, options)
+        evaluation = perplexity_evaluation(
+            scorer, words, data=data, model_folder=model, limit=limit, choose=choose, **given
+        )
+    _emit(
+        "perplexity", evaluation.result, as_json, out, evaluation.text, evaluation.inputs, evaluation.options
+    )
 
 
 def _proposal_perplexity(
-    data: Path, model: Path, parser: Path, words, drawn: dict, in_data: int, limit, as_json: bool, out, device
+    data: Path, model: Path, parser: Path, words, drawn: dict, limit, as_json: bool, out, device
 ) -> None:
-    """``eval ppl --method proposals --parser``: ``experiments.proposal_perplexity`` with the
-    options ``drawn`` (samples, seed, beam, batch_size, progress), model and parser on ``device``."""
-    from syntaxlm.experiments import proposal_perplexity
+    """``eval ppl --method proposals --parser``: ``jobs.perplexity.proposal_perplexity`` of the first
+    ``limit`` sentences with the options ``drawn`` (samples, seed, beam, batch_size, progress),
+    model and parser on ``device``."""
+    from syntaxlm.jobs.perplexity import proposal_perplexity
     from syntaxlm.models import load_language_model, load_parser, scoring_device
 
     where = scoring_device(device)
     scored, proposer = load_language_model(model, map_location=where), load_parser(parser, map_location=where)
-    evaluation = proposal_perplexity(scored, proposer, words, **drawn)
+    evaluation = proposal_perplexity(
+        scored, proposer, words, data=data, model_folder=model, parser_folder=parser, limit=limit, **drawn
+    )
     if as_json:  # the text says them; JSON on stdout is for programs, the warnings for the reader
         for warning in evaluation.result["warnings"]:
             typer.echo(f"warning: {warning}", err=True)
-    inputs = {"data": data, "model": model / "model.safetensors", "parser": parser / "model.safetensors"}
-    options = {
-        "method": "importance-sampling",
-        "proposal_samples": drawn["samples"],
-        "proposal_seed": drawn["seed"],
-        "limit": limit,
-    }
-    if limit is not None:
-        options["sentences_in_data"] = in_data
-    if drawn["beam"] is not None:
-        beam = drawn["beam"]
-        options |= {
-            "action_beam": beam.action_beam,
-            "word_beam": beam.word_beam,
-            "fast_track": beam.fast_track,
-        }
-    _emit("perplexity", evaluation.result, as_json, out, evaluation.text, inputs, options)
+    _emit(
+        "perplexity", evaluation.result, as_json, out, evaluation.text, evaluation.inputs, evaluation.options
+    )
 
 
 @eval_app.command("gen")
@@ -1331,7 +1316,7 @@ def eval_rt(
 ) -> None:
     """How well each model's surprisal predicts human reading times: ΔLL, the held-out log-likelihood
     gained per token over a baseline of length and frequency (docs/reading-times.md)."""
-    from syntaxlm.experiments import reading_time_evaluation, reading_time_outputs, write_reading_times
+    from syntaxlm.jobs.reading_times import reading_time_evaluation, reading_time_outputs, write_reading_times
 
     inputs = [corpus, *model, *(perplexity or [])]
     _refuse_overwriting(out, inputs)
@@ -2144,7 +2129,7 @@ def train_command(
     """Train a model from a recipe; under torchrun, on every process (data parallel)."""
     import os
 
-    from syntaxlm.experiments import find_recipe
+    from syntaxlm.jobs.recipes import find_recipe
     from syntaxlm.train import TrainingInterrupted, load_config, train
 
     config = find_recipe(config)
@@ -2263,7 +2248,7 @@ def quickstart(
 
     An interrupted quickstart resumes where it stopped when run again with the same options.
     """
-    from syntaxlm.quickstart import run_quickstart
+    from syntaxlm.jobs.quickstart import run_quickstart
 
     chosen = _names(models, "--models")
     with _resumed_when_run_again(out):
@@ -2329,8 +2314,10 @@ def reproduce_command(
 
     Runs that finished are kept and interrupted ones resume, so the command can be run again.
     """
-    from syntaxlm.experiments import EvalSettings, find_recipe, reproduce
     from syntaxlm.inference import BeamSettings
+    from syntaxlm.jobs.evaluation import EvalSettings
+    from syntaxlm.jobs.recipes import find_recipe
+    from syntaxlm.jobs.reproduce import reproduce
 
     if seeds < 1:
         raise typer.BadParameter("at least one seed", param_hint="--seeds")
@@ -2453,7 +2440,8 @@ def experiment_curve(
     where it stopped."""
     from dataclasses import replace
 
-    from syntaxlm.curve import CurveSettings, run_curve
+    from syntaxlm.jobs.curve import run_curve
+    from syntaxlm.jobs.curve_settings import CurveSettings
 
     defaults = CurveSettings()
     given = {

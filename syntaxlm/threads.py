@@ -4,7 +4,7 @@ cores that are not busy when the command starts.
 Threads beyond the free cores slow the small models of this library down rather than up: on a
 2-core machine busy with other work, one ``eval sg`` of a tiny TG took 104–115 s with torch's
 default of 2 threads and 11–15 s with 1 (docs/performance.md). Worker processes the library
-starts (``experiments.cpu_pool``) share out the threads of the process that starts them.
+starts (``jobs.pool.cpu_pool``) share out the threads of the process that starts them.
 """
 
 from __future__ import annotations

@@ -7,21 +7,14 @@ import pytest
 import typer
 
 from syntaxlm.cli import _numbers
-from syntaxlm.curve import (
-    PHENOMENA,
-    CurveSettings,
-    aggregate_curve,
-    outcome_tables,
-    phenomenon_of,
-    prepare_curve_data,
-    run_curve,
-    run_folder,
-    write_curve_report,
-)
 from syntaxlm.data.synthetic import SUITE_DESIGNS
 from syntaxlm.errors import InputFormatError
 from syntaxlm.eval.intervals import bootstrap_mean
 from syntaxlm.inference.beam import BeamSettings
+from syntaxlm.jobs.curve import prepare_curve_data, run_curve
+from syntaxlm.jobs.curve_report import write_curve_report
+from syntaxlm.jobs.curve_results import PHENOMENA, aggregate_curve, outcome_tables, phenomenon_of
+from syntaxlm.jobs.curve_settings import CurveSettings, run_folder
 from syntaxlm.models import ConfigError
 from syntaxlm.results import read_result, result_record, write_result
 

@@ -495,7 +495,7 @@ def test_the_scoring_device_is_chosen_and_a_missing_one_is_one_clear_line(word_m
 
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
 def test_evaluation_on_the_gpu_agrees_with_the_cpu(word_model, tmp_path):
-    from syntaxlm.experiments import EvalSettings, evaluate_model
+    from syntaxlm.jobs.evaluation import EvalSettings, evaluate_model
     from syntaxlm.results import read_result
 
     _, model = word_model

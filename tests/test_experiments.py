@@ -11,8 +11,10 @@ from typer.testing import CliRunner
 
 from syntaxlm.cli import app
 from syntaxlm.data.synthetic import write_synthetic_treebank
-from syntaxlm.experiments import EvalSettings, find_recipe, recipe_with_data, reproduce
 from syntaxlm.inference import BeamSettings
+from syntaxlm.jobs.evaluation import EvalSettings
+from syntaxlm.jobs.recipes import find_recipe, recipe_with_data
+from syntaxlm.jobs.reproduce import reproduce
 from syntaxlm.models import ConfigError
 from syntaxlm.results import read_result
 
@@ -117,7 +119,7 @@ def test_evaluate_model_scores_the_ten_percent_of_blimp_with_the_unknown_words(t
     import torch
 
     from syntaxlm.eval.blimp import read_blimp
-    from syntaxlm.experiments import evaluate_model
+    from syntaxlm.jobs.evaluation import evaluate_model
     from syntaxlm.models import build_model
     from syntaxlm.text.build import build_vocabulary
     from tests.test_beam import TINY

@@ -7,21 +7,13 @@ import pytest
 import torch
 
 from syntaxlm.errors import StageError
-from syntaxlm.experiments import find_recipe, recipe_names
 from syntaxlm.inference.beam import BeamSettings
+from syntaxlm.jobs.quickstart import run_quickstart, user_splits
+from syntaxlm.jobs.quickstart_report import contrast_statement, model_numbers, pattern_statement
+from syntaxlm.jobs.quickstart_settings import FAST, FULL, MODELS, Budget
+from syntaxlm.jobs.recipes import find_recipe, recipe_names
+from syntaxlm.jobs.stages import Stages
 from syntaxlm.models import ConfigError
-from syntaxlm.quickstart import (
-    FAST,
-    FULL,
-    MODELS,
-    Budget,
-    Stages,
-    contrast_statement,
-    model_numbers,
-    pattern_statement,
-    run_quickstart,
-    user_splits,
-)
 from syntaxlm.results import read_result
 from syntaxlm.trees.ptb import read_trees
 
@@ -76,7 +68,7 @@ def test_every_model_is_trained_evaluated_and_reported(quickstart):
     assert not (out / "runs" / "txl-terminals" / "results" / "parseval.json").exists()
     tg = read_result(results / "perplexity.json")
     assert tg["result"]["marginalisation"]["method"] == "beam"
-    assert (tg["result"]["n_sentences"], tg["options"]["test_sentences"]) == (4, 4)
+    assert (tg["result"]["n_sentences"], tg["options"]["limit"]) == (4, 4)
 
 
 def test_the_reports_numbers_are_those_of_the_result_files(quickstart):

@@ -34,7 +34,7 @@ try:
 except SystemExit:
     pass
 import torch
-from syntaxlm.experiments import cpu_pool
+from syntaxlm.jobs.pool import cpu_pool
 with cpu_pool(2) as pool:
     print(torch.get_num_threads(), pool.submit(torch.get_num_threads).result())
 """

@@ -592,8 +592,8 @@ def test_ctrl_c_says_the_step_the_last_checkpoint_and_the_command_that_resumes(t
 
 
 def test_commands_that_train_many_runs_name_the_unfinished_ones_on_ctrl_c(tmp_path, monkeypatch):
-    from syntaxlm import quickstart
     from syntaxlm.cli import app
+    from syntaxlm.jobs import quickstart
     from syntaxlm.train import TrainingState, save_checkpoint
 
     out = tmp_path / "qs"

@@ -27,8 +27,8 @@ from syntaxlm.data.synthetic import write_synthetic_treebank
 from syntaxlm.data.treebank import read_treebank
 from syntaxlm.errors import InputFormatError
 from syntaxlm.eval.syntaxgym import load_suite
-from syntaxlm.experiments import EvalSettings, evaluate_model
 from syntaxlm.inference import BeamSettings, Scorer
+from syntaxlm.jobs.evaluation import EvalSettings, evaluate_model
 from syntaxlm.models import build_model, load_model, model_class, model_config
 from syntaxlm.results import ResultFileError, read_result
 from syntaxlm.text.build import build_vocabulary

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from syntaxlm.cli import app
 from syntaxlm.data.synthetic import write_synthetic_treebank
 from syntaxlm.inference import BeamSettings
-from syntaxlm.jobs.evaluation import EvalSettings
+from syntaxlm.jobs.evaluation import EvalSettings, evaluate_model
 from syntaxlm.jobs.recipes import find_recipe, recipe_with_data
 from syntaxlm.jobs.reproduce import reproduce
 from syntaxlm.models import ConfigError
@@ -119,7 +119,6 @@ def test_evaluate_model_scores_the_ten_percent_of_blimp_with_the_unknown_words(t
     import torch
 
     from syntaxlm.eval.blimp import read_blimp
-    from syntaxlm.jobs.evaluation import evaluate_model
     from syntaxlm.models import build_model
     from syntaxlm.text.build import build_vocabulary
     from tests.test_beam import TINY
@@ -145,3 +144,38 @@ def test_evaluate_model_scores_the_ten_percent_of_blimp_with_the_unknown_words(t
     assert result["n_pairs"] == 100 + 3  # the first 100 pairs of each paradigm
     assert len(read_blimp(blimp)) == 123
     assert result["n_words"] == 103 * 2 * 4 and 0 <= result["unknown_word_rate"] <= 1  # 4 words a sentence
+
+
+@pytest.mark.parametrize("name", ["lm", "tg"])
+def test_eval_ppl_writes_the_perplexity_record_evaluate_model_writes(tmp_path, name):
+    """One evaluation path: ``eval ppl --limit N --out`` and ``evaluate_model`` with ``test_sentences
+    N`` write the same ``perplexity.json``, but for its creation time (words-only: exact; TG: beam)."""
+    import torch
+
+    from syntaxlm.models import build_model
+    from syntaxlm.text.build import build_vocabulary
+    from tests.test_beam import TINY
+
+    write_synthetic_treebank(tmp_path / "data", sentences=40, seed=0, items_per_suite=1)
+    vocab = build_vocabulary(tmp_path / "data" / "train.trees", tmp_path / "words", kind="word")
+    torch.manual_seed(0)
+    build_model({"model": name, **TINY}, {"vocab": vocab}).save_pretrained(tmp_path / name)
+    test = tmp_path / "data" / "test.trees"
+    beam = ["--action-beam", "3", "--word-beam", "2", "--fast-track", "1"] if name == "tg" else []
+    # One thread (the command sets it first) and one sentence per batch for both: sums can differ
+    # in their last digits with the thread count, and with the batches (the command times its
+    # first sentences alone for its estimate of a joint model's time).
+    result = CliRunner().invoke(
+        app,
+        ["--threads", "1", "eval", "ppl", str(test), "--model", str(tmp_path / name), "--limit", "3",
+         "--batch-size", "1", *beam, "--no-progress", "--out", str(tmp_path / "ppl.json")],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    settings = EvalSettings(beam=BeamSettings(3, 2, 1), test_sentences=3, batch_size=1)
+    written = evaluate_model(tmp_path / name, tmp_path / "results", test=test, settings=settings)
+    job, command = read_result(written["perplexity"]), read_result(tmp_path / "ppl.json")
+    assert job["result"]["marginalisation"]["method"] == ("beam" if name == "tg" else "exact")
+    assert job["options"]["limit"] == 3 and job["result"]["n_sentences"] == 3
+    for record in (job, command):
+        del record["provenance"]["created"]
+    assert job == command

@@ -463,7 +463,7 @@ def test_proposal_perplexity_from_the_command_line(tg, parser, corpus, tmp_path)
 
 
 def test_evaluating_a_saved_parser_scores_its_best_trees(parser, corpus, tmp_path):
-    from syntaxlm.experiments import evaluate_model
+    from syntaxlm.jobs.evaluation import evaluate_model
     from syntaxlm.results import read_result
 
     folder, trees, _ = corpus
@@ -662,3 +662,32 @@ def test_the_parsers_trees_read_back_as_proposals(saved):
         ppl = ("eval", "ppl", "S", "--model", "TG", "--method", "proposals")
         code, output = invoke(saved, *ppl, "--proposals", parsed)
         assert code == 0 and "perplexity per word" in output, output
+
+
+def test_eval_ppl_with_a_parser_writes_the_record_evaluate_model_writes(tg, parser, corpus, tmp_path):
+    """One path for the proposal parser's perplexity: ``eval ppl --parser --no-compare-beam`` and
+    ``evaluate_model(parser=...)`` write the same record (``perplexity-importance.json``), but for
+    its creation time."""
+    from syntaxlm.inference import BeamSettings
+    from syntaxlm.jobs.evaluation import EvalSettings, evaluate_model
+    from syntaxlm.results import read_result
+
+    folder, trees, _ = corpus
+    tg.save_pretrained(tmp_path / "tg")
+    parser.save_pretrained(tmp_path / "parser")
+    test = folder / "train.trees"  # Penn style, as a test treebank of evaluate_model
+    result = CliRunner().invoke(  # first: it sets the one thread both score with (as last digits vary)
+        app,
+        ["--threads", "1", "eval", "ppl", str(test), "--model", str(tmp_path / "tg"), "--method", "proposals",
+         "--parser", str(tmp_path / "parser"), "--samples", "10", "--no-compare-beam", "--limit", "2",
+         "--batch-size", "4", "--no-progress", "--out", str(tmp_path / "ppl.json")],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    settings = EvalSettings(beam=BeamSettings(3, 2, 1), test_sentences=2, batch_size=4, proposal_samples=10)
+    written = evaluate_model(tmp_path / "tg", tmp_path / "results", test=test, settings=settings,
+                             parser=tmp_path / "parser")  # fmt: skip
+    job, command = read_result(written["perplexity-importance"]), read_result(tmp_path / "ppl.json")
+    assert job["options"]["limit"] == 2 and job["options"]["sentences_in_data"] == len(trees)
+    for record in (job, command):
+        del record["provenance"]["created"]
+    assert job == command

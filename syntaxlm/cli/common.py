@@ -9,6 +9,8 @@ from pathlib import Path
 
 import typer
 
+from syntaxlm.cli.options import BeamOptions
+
 
 def _print_json(value) -> None:
     typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
@@ -36,11 +38,12 @@ def _scorer(
 ):
     """The ``Scorer`` of a saved model, loaded on ``device`` (``models.scoring_device``), from the
     scoring options; ``options`` are the Scorer's ``context``, ``batch_size`` and ``progress``."""
-    from syntaxlm.inference import BeamSettings, Scorer
+    from syntaxlm.inference import Scorer
     from syntaxlm.models import load_language_model, scoring_device
 
     loaded = load_language_model(model, map_location=scoring_device(device))
-    return Scorer(loaded, method=method, beam=BeamSettings(action_beam, word_beam, fast_track), **options)
+    beam = BeamOptions(action_beam, word_beam, fast_track).settings()
+    return Scorer(loaded, method=method, beam=beam, **options)
 
 
 LIMIT_HINT = "--limit N to score the first N only"  # how the commands with --limit score less

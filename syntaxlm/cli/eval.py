@@ -9,19 +9,19 @@ import typer
 
 from syntaxlm.cli.common import SUITES_HINT, _emit, _estimate_before, _print_json, _scorer, _write_result
 from syntaxlm.cli.options import (
+    PAPER_BEAM,
     SCORING_OPTIONS,
-    ActionBeamOption,
     BatchSizeOption,
+    BeamOptions,
     DeviceOption,
-    FastTrackOption,
     ModelMethodOption,
     OutOption,
     ProgressOption,
     ResultJsonOption,
-    WordBeamOption,
     _refuse_given,
     _refuse_overwriting,
     _suite_files,
+    with_beam_options,
 )
 
 eval_app = typer.Typer(
@@ -30,6 +30,7 @@ eval_app = typer.Typer(
 
 
 @eval_app.command("sg")
+@with_beam_options
 def eval_sg(
     ctx: typer.Context,
     suites: Annotated[
@@ -43,9 +44,7 @@ def eval_sg(
         Path | None, typer.Option(help="Instead: a saved model folder whose surprisals are scored.")
     ] = None,
     method: ModelMethodOption = "auto",
-    action_beam: ActionBeamOption = 100,
-    word_beam: WordBeamOption = 10,
-    fast_track: FastTrackOption = 5,
+    beam: BeamOptions = PAPER_BEAM,
     device: DeviceOption = "cpu",
     batch_size: BatchSizeOption = 16,
     workers: Annotated[
@@ -89,7 +88,7 @@ def eval_sg(
     from syntaxlm.eval.syntaxgym import format_suites_summary, suites_summary
     from syntaxlm.experiments import beam_options, suite_results
 
-    scorer = _scorer(model, method, action_beam, word_beam, fast_track, device, batch_size=batch_size)
+    scorer = _scorer(model, method, *beam, device, batch_size=batch_size)
     if workers > 1 and scorer.model.device.type != "cpu":
         raise typer.BadParameter(
             f"workers share the CPU's threads; a model on {scorer.model.device.type} scores in one process",
@@ -199,6 +198,7 @@ def eval_uf1(
 
 
 @eval_app.command("blimp")
+@with_beam_options
 def eval_blimp(
     ctx: typer.Context,
     data: Annotated[Path, typer.Option(help="The BLiMP data folder (one .jsonl per paradigm).")],
@@ -227,9 +227,7 @@ def eval_blimp(
             min=1, help="Only the first N pairs in all (after --paradigm, --ten-percent, --max-pairs)."
         ),
     ] = None,
-    action_beam: ActionBeamOption = 100,
-    word_beam: WordBeamOption = 10,
-    fast_track: FastTrackOption = 5,
+    beam: BeamOptions = PAPER_BEAM,
     device: DeviceOption = "cpu",
     batch_size: Annotated[int, typer.Option(help="--model: sentences per batch.")] = 64,
     per_paradigm: Annotated[bool, typer.Option(help="Text output: every paradigm too.")] = False,
@@ -267,7 +265,7 @@ def eval_blimp(
         from syntaxlm.eval.scorers import model_blimp, ptb_tokens
         from syntaxlm.experiments import beam_options
 
-        scorer = _scorer(model, method, action_beam, word_beam, fast_track, device, batch_size=batch_size)
+        scorer = _scorer(model, method, *beam, device, batch_size=batch_size)
         _estimate_before(scorer, [ptb_tokens(s) for pair in pairs for s in (pair.good, pair.bad)])
         result = model_blimp(scorer, pairs, batch_size=batch_size * 4, progress=progress)
         options |= {"method": scorer.method} | beam_options(scorer)

@@ -21,9 +21,11 @@ from syntaxlm.cli.common import (
 from syntaxlm.cli.eval import eval_app
 from syntaxlm.cli.options import (
     BEAM_OPTIONS,
+    PAPER_BEAM,
     PARSER_SEED_MAX,
     ActionBeamOption,
     BatchSizeOption,
+    BeamOptions,
     DeviceOption,
     FastTrackOption,
     OutOption,
@@ -39,6 +41,7 @@ from syntaxlm.cli.options import (
     _refuse_given,
     _refuse_overwriting,
     _sizes_as_options,
+    with_beam_options,
 )
 
 
@@ -262,6 +265,7 @@ class ReadingTimeMethod(str, Enum):
 
 
 @eval_app.command("rt")
+@with_beam_options
 def eval_rt(
     ctx: typer.Context,
     corpus: Annotated[
@@ -297,9 +301,7 @@ def eval_rt(
             "and can read a story whole, else each sentence alone; document; sentence."
         ),
     ] = "auto",
-    action_beam: ActionBeamOption = 100,
-    word_beam: WordBeamOption = 10,
-    fast_track: FastTrackOption = 5,
+    beam: BeamOptions = PAPER_BEAM,
     rt_range: Annotated[
         str, typer.Option(help="Reading times kept, in ms: LOW,HIGH (others are excluded and counted).")
     ] = "100,3000",
@@ -343,7 +345,6 @@ def eval_rt(
             _refuse_overwriting(output, inputs)
     from syntaxlm.eval.reading_regression import format_reading_times
     from syntaxlm.eval.scorers import STORY_CONTEXTS
-    from syntaxlm.inference import BeamSettings
 
     if method == ReadingTimeMethod.gold:
         _refuse_given(ctx, BEAM_OPTIONS, "the beam search (the method here is gold)")
@@ -369,7 +370,7 @@ def eval_rt(
     with _sizes_as_options():
         evaluation = reading_time_evaluation(
             corpus, model, stories=chosen, predictors=predictor or (), method=method.value,
-            beam=BeamSettings(action_beam, word_beam, fast_track), context=context, rt_range=(low, high),
+            beam=beam.settings(), context=context, rt_range=(low, high),
             spillover=spillover, folds=folds, seed=seed, keep_unknown=keep_unknown, perplexities=perplexity,
             batch_size=batch_size, progress=progress,
             on_scorer=functools.partial(_estimate_before, limit=STORIES_HINT),

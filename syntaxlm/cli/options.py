@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import functools
+import inspect
+from collections.abc import Callable, Iterator
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
+
+if TYPE_CHECKING:
+    from syntaxlm.inference import BeamSettings
 
 NO_POS_TAGS_HINT = "for trees without POS tags (Choe–Charniak style) pass --no-pos-tags"
 
@@ -24,9 +29,6 @@ PosTagsOption = Annotated[
         help="Given trees have POS tags (read in the models' view); --no-pos-tags: already without them.",
     ),
 ]
-ActionBeamOption = Annotated[int, typer.Option(help="Beam search: action beam.")]
-WordBeamOption = Annotated[int, typer.Option(help="Beam search: word beam.")]
-FastTrackOption = Annotated[int, typer.Option(help="Beam search: fast-track states per round.")]
 BatchSizeOption = Annotated[int, typer.Option(min=1, help="Sentences per batch.")]
 DeviceOption = Annotated[
     str,
@@ -72,7 +74,52 @@ def _refuse_overwriting(out: Path | None, inputs: list[Path | None]) -> None:
     refuse_overwriting(out, inputs)
 
 
-BEAM_OPTIONS = ["action_beam", "word_beam", "fast_track"]
+class BeamOptions(NamedTuple):
+    """The beam search's options as given: --action-beam, --word-beam, --fast-track."""
+
+    action_beam: int
+    word_beam: int
+    fast_track: int
+
+    def settings(self) -> BeamSettings:
+        """The search's ``BeamSettings``, built when a command searches (which checks them), so that
+        a command that does not loads no torch."""
+        from syntaxlm.inference import BeamSettings
+
+        return BeamSettings(*self)
+
+
+PAPER_BEAM = BeamOptions(action_beam=100, word_beam=10, fast_track=5)  # structural guidance §3.2
+ActionBeamOption = Annotated[int, typer.Option(help="Beam search: action beam.")]
+WordBeamOption = Annotated[int, typer.Option(help="Beam search: word beam.")]
+FastTrackOption = Annotated[int, typer.Option(help="Beam search: fast-track states per round.")]
+BEAM_OPTIONS = list(BeamOptions._fields)  # the parameters of with_beam_options, as ctx names them
+
+
+def with_beam_options(command: Callable) -> Callable:
+    """``command``, whose parameter ``beam: BeamOptions = DEFAULT`` becomes, in its place, the options
+    --action-beam, --word-beam and --fast-track (defaults: DEFAULT's), which it is given together
+    as one ``BeamOptions``. Typer reads the options from the signature this sets."""
+    signature = inspect.signature(command, eval_str=True)
+    default = signature.parameters["beam"].default
+    options = [
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=value, annotation=annotation)
+        for name, value, annotation in zip(
+            BeamOptions._fields, default, (ActionBeamOption, WordBeamOption, FastTrackOption), strict=True
+        )
+    ]
+    parameters = []
+    for parameter in signature.parameters.values():
+        parameters += options if parameter.name == "beam" else [parameter]
+
+    @functools.wraps(command)
+    def run(**given):
+        beam = BeamOptions(*(given.pop(name) for name in BeamOptions._fields))
+        return command(**given, beam=beam)
+
+    run.__signature__ = signature.replace(parameters=parameters)
+    run.__annotations__ = {parameter.name: parameter.annotation for parameter in parameters}
+    return run
 # the options of a model's scoring, refused where a command scores precomputed values instead
 SCORING_OPTIONS = ["method", *BEAM_OPTIONS, "device", "batch_size"]
 # The library's size arguments (``SizeError.name``) as the options of parse, score and eval ppl.

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from syntaxlm.cli.options import ActionBeamOption, FastTrackOption, ModelArgument, WordBeamOption
+from syntaxlm.cli.options import PAPER_BEAM, BeamOptions, ModelArgument, with_beam_options
 
 plot_app = typer.Typer(
     no_args_is_help=True,
@@ -33,6 +33,7 @@ class PlotMethod(str, Enum):
 
 
 @plot_app.command("surprisal")
+@with_beam_options
 def plot_surprisal(
     models: Annotated[list[Path], typer.Argument(help="Saved model folders (e.g. runs/tg-tiny/best).")],
     sentence: SentenceOption,
@@ -40,18 +41,15 @@ def plot_surprisal(
         PlotMethod, typer.Option(help="auto: exact for words-only models, beam search for joint ones.")
     ] = PlotMethod.auto,
     out: FigureOutOption = Path("surprisal.png"),
-    action_beam: ActionBeamOption = 100,
-    word_beam: WordBeamOption = 10,
-    fast_track: FastTrackOption = 5,
+    beam: BeamOptions = PAPER_BEAM,
 ) -> None:
     """Per-word surprisal (bits) along one sentence, one line per model, the method in the legend."""
-    from syntaxlm.inference import BeamSettings
     from syntaxlm.report.model_figures import load_models, sentence_words, surprisal_comparison
     from syntaxlm.report.plots import save_figure
 
-    beam = BeamSettings(action_beam, word_beam, fast_track)
+    settings = beam.settings()
     figure = surprisal_comparison(
-        load_models(models), sentence_words(sentence), method=method.value, beam=beam
+        load_models(models), sentence_words(sentence), method=method.value, beam=settings
     )
     typer.echo(f"figure written to {save_figure(figure, out)}")
 

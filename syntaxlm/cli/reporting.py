@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from syntaxlm.cli.common import _estimate_teller, _print_json
-from syntaxlm.cli.options import ActionBeamOption, FastTrackOption, WordBeamOption
+from syntaxlm.cli.options import PAPER_BEAM, BeamOptions, with_beam_options
 from syntaxlm.errors import SyntaxlmError
 
 
@@ -68,6 +68,7 @@ def compare_sg(
         typer.echo(comparison.render())
 
 
+@with_beam_options
 def view_command(
     runs: Annotated[
         list[Path], typer.Argument(metavar="RUN_OR_RESULTS", help="Run folders or result files.")
@@ -91,21 +92,18 @@ def view_command(
             "--no-models reads result files only."
         ),
     ] = True,
-    action_beam: ActionBeamOption = 100,
-    word_beam: WordBeamOption = 10,
-    fast_track: FastTrackOption = 5,
+    beam: BeamOptions = PAPER_BEAM,
 ) -> None:
     """One HTML page that opens from disk (no server, no network): the comparison table of
     report (sortable), SyntaxGym items and region surprisals per model with filters, per-word
     surprisal, gold and model trees and distances for chosen sentences, and the masks and
     attention of the transformer models that have them."""
-    from syntaxlm.inference import BeamSettings
     from syntaxlm.view import write_view
 
     def on_estimate(name: str, words: list[list[str]]):
-        return _estimate_teller(words, beam)
+        return _estimate_teller(words, settings)
 
-    beam = BeamSettings(action_beam, word_beam, fast_track)
+    settings = beam.settings()
     try:
         path = write_view(
             runs,
@@ -113,7 +111,7 @@ def view_command(
             sentences_file=sentences,
             test_data=test,
             limit=limit,
-            beam=beam,
+            beam=settings,
             models=models,
             echo=lambda message: typer.echo(message, err=True),
             on_estimate=on_estimate,

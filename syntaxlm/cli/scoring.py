@@ -13,11 +13,11 @@ from syntaxlm.cli.common import _estimate_before, _estimate_teller, _scorer, _se
 from syntaxlm.cli.options import (
     BEAM_OPTIONS,
     NO_POS_TAGS_HINT,
+    PAPER_BEAM,
     PARSER_SEED_MAX,
-    ActionBeamOption,
     BatchSizeOption,
+    BeamOptions,
     DeviceOption,
-    FastTrackOption,
     ModelArgument,
     PosTagsOption,
     ProgressOption,
@@ -25,10 +25,10 @@ from syntaxlm.cli.options import (
     SentenceLimitOption,
     SentencesArgument,
     SkipLongOption,
-    WordBeamOption,
     _refuse_given,
     _refuse_overwriting,
     _sizes_as_options,
+    with_beam_options,
 )
 
 
@@ -55,6 +55,7 @@ StimuliArgument = Annotated[
 ]
 
 
+@with_beam_options
 def score_command(
     ctx: typer.Context,
     model: ModelArgument,
@@ -80,9 +81,7 @@ def score_command(
     trees: Annotated[Path | None, typer.Option(help="--method gold: the trees, one per sentence.")] = None,
     proposals: Annotated[Path | None, typer.Option(help="--method proposals: INDEX<TAB>TREE lines.")] = None,
     pos_tags: PosTagsOption = True,
-    action_beam: ActionBeamOption = 100,
-    word_beam: WordBeamOption = 10,
-    fast_track: FastTrackOption = 5,
+    beam: BeamOptions = PAPER_BEAM,
     device: DeviceOption = "cpu",
     batch_size: BatchSizeOption = 16,
     progress: ProgressOption = True,
@@ -103,7 +102,6 @@ def score_command(
         _refuse_given(ctx, ["proposals"], "--method proposals")
     if trees is None and proposals is None:
         _refuse_given(ctx, ["pos_tags"], "--trees or --proposals (how their trees are read)")
-    beam = (action_beam, word_beam, fast_track)
     scorer = _scorer(model, method.value, *beam, device, batch_size=batch_size, progress=progress)
     if scorer.method != "beam":
         _refuse_given(ctx, BEAM_OPTIONS, f"the beam search (the method here is {scorer.method})")
@@ -217,6 +215,7 @@ class ParseMethod(str, Enum):
     induced = "induced"
 
 
+@with_beam_options
 def parse_command(
     ctx: typer.Context,
     model: ModelArgument,
@@ -255,9 +254,7 @@ def parse_command(
     ] = 0,
     pos_tags: PosTagsOption = True,
     out: Annotated[Path | None, typer.Option(help="Write the trees here instead of printing them.")] = None,
-    action_beam: ActionBeamOption = 100,
-    word_beam: WordBeamOption = 10,
-    fast_track: FastTrackOption = 5,
+    beam: BeamOptions = PAPER_BEAM,
     batch_size: BatchSizeOption = 16,
     progress: ProgressOption = True,
     limit: SentenceLimitOption = None,
@@ -266,7 +263,7 @@ def parse_command(
     tree per line (a parser's k best or samples: INDEX<TAB>TREE lines)."""
     _refuse_overwriting(out, [sentences, proposals])
     from syntaxlm.data.sentences import read_sentences
-    from syntaxlm.inference import BeamSettings, parse, read_proposals
+    from syntaxlm.inference import parse, read_proposals
     from syntaxlm.models import SyntacticLM, load_model, load_parser
     from syntaxlm.trees.ptb import write_trees
 
@@ -305,7 +302,7 @@ def parse_command(
         if proposals is None
         else read_proposals(proposals, n_sentences=len(in_file), pos_tags=pos_tags)[:limit]
     )
-    beam = BeamSettings(action_beam, word_beam, fast_track)
+    settings = beam.settings()
     with _sizes_as_options():
         trees = parse(
             loaded,
@@ -315,10 +312,10 @@ def parse_command(
             parser=None if parser is None else load_parser(parser),
             samples=300 if samples is None else samples,
             seed=seed,
-            beam=beam,
+            beam=settings,
             batch_size=batch_size,
             progress=progress,
-            on_estimate=_estimate_teller(words, beam if method != ParseMethod.rerank else None),
+            on_estimate=_estimate_teller(words, settings if method != ParseMethod.rerank else None),
         )
     if out is None:
         typer.echo("\n".join(tree.to_bracket() for tree in trees))

@@ -11,14 +11,14 @@ import typer
 
 from syntaxlm.cli.common import _resumed_when_run_again
 from syntaxlm.cli.options import (
-    ActionBeamOption,
+    PAPER_BEAM,
     BatchSizeOption,
+    BeamOptions,
     DeviceOption,
-    FastTrackOption,
-    WordBeamOption,
     _check_importance_samples,
     _names,
     _suite_files,
+    with_beam_options,
 )
 
 
@@ -142,6 +142,7 @@ def quickstart(
         run_quickstart(out, data=data, fast=fast, seed=seed, models=chosen, workers=workers, echo=typer.echo)
 
 
+@with_beam_options
 def reproduce_command(
     recipe: Annotated[
         str, typer.Argument(help="A recipe name (tg-ptb, prpn-ptb, esom-ewt, ...) or YAML file.")
@@ -190,9 +191,7 @@ def reproduce_command(
     proposal_samples: Annotated[
         int, typer.Option(min=1, help="Trees per test sentence drawn from the parser (TG: 300).")
     ] = 300,
-    action_beam: ActionBeamOption = 100,
-    word_beam: WordBeamOption = 10,
-    fast_track: FastTrackOption = 5,
+    beam: BeamOptions = PAPER_BEAM,
     device: DeviceOption = "cpu",
     batch_size: BatchSizeOption = 16,
 ) -> None:
@@ -201,14 +200,13 @@ def reproduce_command(
     Runs that finished are kept and interrupted ones resume, so the command can be run again.
     """
     from syntaxlm.experiments import EvalSettings, find_recipe, reproduce
-    from syntaxlm.inference import BeamSettings
 
     if seeds < 1:
         raise typer.BadParameter("at least one seed", param_hint="--seeds")
     if parser != "none":
         _check_importance_samples(proposal_samples, "--proposal-samples")
     settings = EvalSettings(
-        beam=BeamSettings(action_beam, word_beam, fast_track),
+        beam=beam.settings(),
         test_sentences=test_sentences,
         batch_size=batch_size,
         proposal_samples=proposal_samples,

@@ -72,8 +72,6 @@ def eval_sg(
     accuracy, and the share over the suites after the SG scores.
     """
     _refuse_overwriting(out, [*suites, region_values])
-    from syntaxlm.eval.syntaxgym import format_suite_result, score_region_values
-
     if (region_values is None) == (model is None):
         raise typer.BadParameter("give one of --region-values and --model", param_hint="--model")
     paths = _suite_files(suites)
@@ -81,22 +79,35 @@ def eval_sg(
         _refuse_given(ctx, [*SCORING_OPTIONS, "workers"], "--model (a model's own surprisals)")
         if len(paths) != 1:
             raise typer.BadParameter("--region-values scores one suite", param_hint="SUITES")
-        result = score_region_values(paths[0], region_values)
-        inputs = {"suite": paths[0], "region_values": region_values}
-        _emit("syntaxgym", result, as_json, out, format_suite_result(result), inputs)
+        _score_region_values(paths[0], region_values, as_json, out)
         return
-    from syntaxlm.eval.syntaxgym import format_suites_summary, suites_summary
-    from syntaxlm.experiments import beam_options, suite_results
-
     scorer = _scorer(model, method, *beam, device, batch_size=batch_size)
     if workers > 1 and scorer.model.device.type != "cpu":
         raise typer.BadParameter(
             f"workers share the CPU's threads; a model on {scorer.model.device.type} scores in one process",
             param_hint="--workers",
         )
-    if scorer.joint and (workers == 1 or len(paths) == 1):  # scored here, where it can be timed
-        from syntaxlm.eval.syntaxgym import load_suite
+    _score_suites(scorer, model, paths, workers, progress, as_json, out)
 
+
+def _score_region_values(suite: Path, region_values: Path, as_json: bool, out: Path | None) -> None:
+    """``eval sg --region-values``: one suite scored on region values computed elsewhere."""
+    from syntaxlm.eval.syntaxgym import format_suite_result, score_region_values
+
+    result = score_region_values(suite, region_values)
+    inputs = {"suite": suite, "region_values": region_values}
+    _emit("syntaxgym", result, as_json, out, format_suite_result(result), inputs)
+
+
+def _score_suites(scorer, model: Path, paths: list[Path], workers: int, progress: bool, as_json: bool,
+                  out: Path | None) -> None:  # fmt: skip
+    """``eval sg --model``: the suites scored on the model's own surprisals, each suite's result
+    written as it is scored (with several suites, a file per suite in ``out``), then the SG
+    scores and circuit means."""
+    from syntaxlm.eval.syntaxgym import format_suite_result, format_suites_summary, load_suite, suites_summary
+    from syntaxlm.experiments import beam_options, suite_results
+
+    if scorer.joint and (workers == 1 or len(paths) == 1):  # scored here, where it can be timed
         sentences = [text.split() for path in paths for _, _, text in load_suite(path).sentences()]
         _estimate_before(scorer, sentences, limit=SUITES_HINT)
     options = {"method": scorer.method} | beam_options(scorer)

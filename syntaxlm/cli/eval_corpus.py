@@ -344,28 +344,9 @@ def eval_rt(
         for output in reading_time_outputs(out):
             _refuse_overwriting(output, inputs)
     from syntaxlm.eval.reading_regression import format_reading_times
-    from syntaxlm.eval.scorers import STORY_CONTEXTS
 
-    if method == ReadingTimeMethod.gold:
-        _refuse_given(ctx, BEAM_OPTIONS, "the beam search (the method here is gold)")
-    if context not in STORY_CONTEXTS:
-        raise typer.BadParameter(
-            f"expected one of {', '.join(STORY_CONTEXTS)}, got {context!r}", param_hint="--context"
-        )
-    if perplexity and len(perplexity) != len(model):
-        raise typer.BadParameter(
-            f"{len(perplexity)} files for {len(model)} models; give one per --model, in order",
-            param_hint="--perplexity",
-        )
-    parts = rt_range.split(",")
-    try:
-        low, high = (float(part) for part in parts) if len(parts) == 2 else (math.nan, math.nan)
-    except ValueError:
-        low = high = math.nan
-    if not (math.isfinite(low) and math.isfinite(high) and 0 <= low < high):
-        raise typer.BadParameter(
-            f"expected LOW,HIGH in ms with 0 <= LOW < HIGH, got {rt_range!r}", param_hint="--rt-range"
-        )
+    _check_reading_time_options(ctx, method, context, model, perplexity)
+    low, high = _rt_range(rt_range)
     chosen = _names(stories, "--stories")
     with _sizes_as_options():
         evaluation = reading_time_evaluation(
@@ -382,3 +363,35 @@ def eval_rt(
         _print_json(evaluation.result)
     else:
         typer.echo(format_reading_times(evaluation.result))
+
+
+def _check_reading_time_options(ctx: typer.Context, method: ReadingTimeMethod, context: str,
+                                model: list[Path], perplexity: list[Path] | None) -> None:  # fmt: skip
+    """Refuse the options of ``eval rt`` that do not go together, before any work."""
+    from syntaxlm.eval.scorers import STORY_CONTEXTS
+
+    if method == ReadingTimeMethod.gold:
+        _refuse_given(ctx, BEAM_OPTIONS, "the beam search (the method here is gold)")
+    if context not in STORY_CONTEXTS:
+        raise typer.BadParameter(
+            f"expected one of {', '.join(STORY_CONTEXTS)}, got {context!r}", param_hint="--context"
+        )
+    if perplexity and len(perplexity) != len(model):
+        raise typer.BadParameter(
+            f"{len(perplexity)} files for {len(model)} models; give one per --model, in order",
+            param_hint="--perplexity",
+        )
+
+
+def _rt_range(text: str) -> tuple[float, float]:
+    """``--rt-range LOW,HIGH`` (ms) as ``(low, high)``, with 0 <= LOW < HIGH."""
+    parts = text.split(",")
+    try:
+        low, high = (float(part) for part in parts) if len(parts) == 2 else (math.nan, math.nan)
+    except ValueError:
+        low = high = math.nan
+    if not (math.isfinite(low) and math.isfinite(high) and 0 <= low < high):
+        raise typer.BadParameter(
+            f"expected LOW,HIGH in ms with 0 <= LOW < HIGH, got {text!r}", param_hint="--rt-range"
+        )
+    return low, high

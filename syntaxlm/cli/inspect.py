@@ -66,32 +66,16 @@ def inspect_tg(
 ) -> None:
     """The TG sequence of each tree: types, labels, STACK/COMPOSE, depth, mask and relative positions."""
     from syntaxlm.errors import TreeError
-    from syntaxlm.structure.actions import encode_actions, tree_to_actions
-    from syntaxlm.structure.tg import tg_sequence
-    from syntaxlm.structure.tg_view import tg_records, tg_table
-    from syntaxlm.text.base import SPECIAL_TOKENS, load_vocabulary
+    from syntaxlm.structure.tg_view import spelled_tg_sequences, tg_records, tg_table
+    from syntaxlm.text.base import load_vocabulary
 
     if segment_length is not None and segment_length < 1:
         raise typer.BadParameter("must be at least 1", param_hint="--segment-length")
     loaded = load_vocabulary(vocab) if vocab is not None else None
-    table = {token: i for i, token in enumerate(SPECIAL_TOKENS)}
-    spelling = list(SPECIAL_TOKENS)
     memory = "smart" if smart_memory else "previous"
-    for index, tree in _inspected_trees(trees, clean, limit):
-        actions = tree_to_actions(tree)
-        if loaded is not None:
-            encoded = encode_actions(actions, loaded)
-            sequence = tg_sequence(encoded.ids, encoded.kinds, variant.value, word_index=encoded.word_index)
-            spell = loaded.token
-        else:
-            for token in actions.tokens:
-                if token not in table:
-                    table[token] = len(spelling)
-                    spelling.append(token)
-            ids = [table[token] for token in actions.tokens]
-            sequence = tg_sequence(ids, actions.kinds, variant.value)
-            spell = spelling.__getitem__
-        options = {"segment_length": segment_length, "memory": memory, "memory_length": memory_length}
+    options = {"segment_length": segment_length, "memory": memory, "memory_length": memory_length}
+    read = (tree for _, tree in _inspected_trees(trees, clean, limit))
+    for index, (actions, sequence, spell) in enumerate(spelled_tg_sequences(read, variant.value, loaded)):
         try:
             if as_json:
                 for record in tg_records(sequence, spell, id=index, **options):

@@ -46,39 +46,29 @@ def train_command(
     from syntaxlm.train import TrainingInterrupted, load_config, train
 
     config = find_recipe(config)
+    data = {"train": data_train, "valid": data_valid, "test": data_test}
     overrides = [
         f"data.{role}={json.dumps(str(path))}"  # quoted: read as a string, whatever the path
-        for role, path in (("train", data_train), ("valid", data_valid), ("test", data_test))
+        for role, path in data.items()
         if path is not None
     ] + list(set_ or [])
     run_config = load_config(config, overrides)
     out = out if out is not None else Path("runs") / config.stem
     first = int(os.environ.get("RANK", "0")) == 0
+    several = int(os.environ.get("WORLD_SIZE", "1")) > 1
     if first:
         typer.echo(f"{'resuming' if resume else 'training'} {run_config.model.model} in {out}")
     try:
         result = train(run_config, out, resume=resume, progress=progress)
     except TrainingInterrupted as interrupted:
         if first:
-            data = {"train": data_train, "valid": data_valid, "test": data_test}
             again = _resume_command(config, out, data, set_ or [], progress=progress)
-            several = int(os.environ.get("WORLD_SIZE", "1")) > 1
             under = " (under torchrun, with the same torchrun options)" if several else ""
             typer.echo(f"{interrupted.describe()}\nresume with{under}: {again}", err=True)
         raise typer.Exit(130) from None
     if first:
-        best = "none" if result.best_valid_loss is None else f"{result.best_valid_loss:.4f}"
-        last = "none" if result.last_valid_loss is None else f"{result.last_valid_loss:.4f}"
-        stopped = result.stopped.replace("_", " ")
-        if result.stopped == "max_minutes":
-            stopped = f"time budget of {run_config.train.max_minutes:g} minutes (train.max_minutes) spent"
-        typer.echo(
-            f"{result.steps} steps ({stopped}); "
-            f"best validation loss {best} {result.model.loss_unit} at step {result.best_step} "
-            f"(model in {out / 'best'}); "
-            f"last {last}; {result.baseline} baseline {result.baseline_valid_loss:.4f}"
-        )
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        typer.echo(result.describe(run_config.train.max_minutes))
+    if several:
         # The run is over and its files are written. Leave without the interpreter's teardown, in
         # which gloo's threads now and then abort a finished process ("terminate called without an
         # active exception", SIGABRT) and torchrun reports the whole run as failed.

@@ -68,12 +68,11 @@ from syntaxlm.inference.marginal import (
     proposal_scores,
     rerank,
 )
+from syntaxlm.inference.methods import SCORE_METHODS, UNITS
 from syntaxlm.inference.sentences import SentenceScores, encode_sentence, unknown_words
 from syntaxlm.memory import counted
 from syntaxlm.trees.tree import Tree
 
-METHODS = ("auto", "exact", "gold", "beam", "proposals")
-UNITS = ("nats", "bits")
 REDUCTIONS = ("sum", "mean")
 END = "</s>"
 PER_TREE_DETAILS = ("tree_logprobs", "proposal_draws", "proposal_logprobs")  # not in records: one per tree
@@ -134,8 +133,8 @@ class Scorer:
             raise InferenceError(
                 f"a {model.config.model} model is not a language model: it cannot score sentences"
             )
-        if method not in METHODS:
-            raise InferenceError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+        if method not in SCORE_METHODS:
+            raise InferenceError(f"method must be one of {', '.join(SCORE_METHODS)}, got {method!r}")
         if context not in DOCUMENT_CONTEXTS:
             raise InferenceError(f"context must be one of {', '.join(DOCUMENT_CONTEXTS)}, got {context!r}")
         self.model = model
@@ -452,7 +451,8 @@ def parse(
     tree a structure-inducing model builds (``"induced"``: PRPN, SOM). ``"auto"``: ``"induced"``
     for models that induce trees, ``"beam"`` for the others. ``on_estimate``: for the beam and
     rerank, called with the pace of the first sentences (``inference.estimate``). A proposal
-    parser (``models.span_parser``) parses with its best tree (``"auto"``)."""
+    parser (``models.span_parser``) parses with its best tree (``"auto"``). The methods:
+    ``methods.PARSE_METHODS``."""
     from syntaxlm.models.span_parser import SpanParser
 
     sentences = _sentences(sentences)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from syntaxlm.cli.common import _print_json
-from syntaxlm.cli.options import NO_POS_TAGS_HINT, _names, _refuse_overwriting
+from syntaxlm.cli.options import NO_POS_TAGS_HINT, _names, _refuse_overwriting, choice
+from syntaxlm.trees.clean import CLEANING_STYLES
+from syntaxlm.trees.transforms import TRANSFORMS
 
 data_app = typer.Typer(
     no_args_is_help=True, help="Treebanks: synthetic data, downloads, statistics, splits, conversion."
@@ -209,10 +210,7 @@ def data_english(
         typer.echo(f"{name}: sentences {per_split}")
 
 
-class CleaningStyle(str, Enum):
-    ptb = "ptb"
-    choe_charniak = "choe-charniak"
-    none = "none"
+CleaningStyle = choice("CleaningStyle", CLEANING_STYLES)
 
 
 @data_app.command("clean")
@@ -235,10 +233,9 @@ def data_clean(
     _refuse_overwriting(out, [source])
     from dataclasses import replace
 
-    from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING, PTB_CLEANING, Cleaning
     from syntaxlm.trees.ptb import TreeReader, write_trees
 
-    base = {"ptb": PTB_CLEANING, "choe-charniak": CHOE_CHARNIAK_CLEANING, "none": Cleaning()}[style.value]
+    base = CLEANING_STYLES[style.value]
     cleaning = replace(
         base,
         remove_punctuation=base.remove_punctuation or remove_punctuation,
@@ -250,13 +247,7 @@ def data_clean(
     typer.echo(f"{count} trees written to {out}; {reader.report.summary()}")
 
 
-class Transform(str, Enum):
-    left_branching = "left-branching"
-    right_branching = "right-branching"
-    reversed = "reversed"
-    binarize_left = "binarize-left"
-    binarize_right = "binarize-right"
-    unbinarize = "unbinarize"
+Transform = choice("Transform", TRANSFORMS)
 
 
 @data_app.command("transform")
@@ -268,17 +259,9 @@ def data_transform(
 ) -> None:
     """Apply a tree transform to every tree of a file."""
     _refuse_overwriting(out, [source])
-    from syntaxlm.trees import binarize, transforms
     from syntaxlm.trees.ptb import TreeReader, write_trees
 
-    function = {
-        "left-branching": transforms.left_branching,
-        "right-branching": transforms.right_branching,
-        "reversed": transforms.reversed_tree,
-        "binarize-left": lambda tree: binarize.binarize(tree, "left"),
-        "binarize-right": lambda tree: binarize.binarize(tree, "right"),
-        "unbinarize": binarize.unbinarize,
-    }[kind.value]
+    function = TRANSFORMS[kind.value]
     count = write_trees(out, (function(tree) for tree in TreeReader(source, pos_tags=pos_tags)))
     typer.echo(f"{count} trees written to {out}")
 

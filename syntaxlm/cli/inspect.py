@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from syntaxlm.cli.common import _write_result
-from syntaxlm.cli.options import ModelArgument
+from syntaxlm.cli.options import ModelArgument, choice
+from syntaxlm.structure.tg_variants import VARIANTS
 
 inspect_app = typer.Typer(
     no_args_is_help=True, help="Show what models read from trees: TG masks, actions, distances, SOM labels."
@@ -35,10 +35,7 @@ def _inspected_trees(path: Path, clean: bool, limit: int | None):
     return enumerate(islice(reader, limit))
 
 
-class TGVariant(str, Enum):
-    tg = "tg"
-    txl_trees = "txl-trees"
-    txl_terminals = "txl-terminals"
+TGVariant = choice("TGVariant", VARIANTS)
 
 
 @inspect_app.command("tg")

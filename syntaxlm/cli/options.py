@@ -5,19 +5,19 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
 
+from syntaxlm.inference.methods import SCORE_METHODS
+
 if TYPE_CHECKING:
     from syntaxlm.inference import BeamSettings
 
 NO_POS_TAGS_HINT = "for trees without POS tags (Choe–Charniak style) pass --no-pos-tags"
-
-
 ModelArgument = Annotated[Path, typer.Argument(help="A saved model folder (written by save_pretrained).")]
 SentencesArgument = Annotated[
     Path, typer.Argument(help="Sentences, one per line, words separated by spaces.")
@@ -52,26 +52,18 @@ SentenceLimitOption = Annotated[
 ]
 
 
-class ScoreMethod(str, Enum):
-    auto = "auto"
-    exact = "exact"
-    beam = "beam"
-    gold = "gold"
-    proposals = "proposals"
+def choice(name: str, values: Iterable[str]) -> type[Enum]:
+    """The choices of an option from a library's names (``values``): an Enum named ``name`` whose
+    members are named and valued by them (``Choice.beam``, ``Choice("txl-trees")``)."""
+    return Enum(name, [(value, value) for value in values], type=str)
 
 
+ScoreMethod = choice("ScoreMethod", SCORE_METHODS)
 OutOption = Annotated[Path | None, typer.Option(help="Also write the result JSON to this file.")]
 ResultJsonOption = Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")]
 ModelMethodOption = Annotated[
     str, typer.Option(help="--model: auto (exact for words-only models, beam for joint ones), beam, exact.")
 ]
-
-
-def _refuse_overwriting(out: Path | None, inputs: list[Path | None]) -> None:
-    """Refuse an ``--out`` that would replace one of the command's inputs, before any work."""
-    from syntaxlm.files import refuse_overwriting
-
-    refuse_overwriting(out, inputs)
 
 
 class BeamOptions(NamedTuple):
@@ -130,6 +122,13 @@ SIZE_OPTIONS = {
     "samples": "--samples",
     "action_beam": "--action-beam",
 }
+
+
+def _refuse_overwriting(out: Path | None, inputs: list[Path | None]) -> None:
+    """Refuse an ``--out`` that would replace one of the command's inputs, before any work."""
+    from syntaxlm.files import refuse_overwriting
+
+    refuse_overwriting(out, inputs)
 
 
 def _given(ctx: typer.Context, name: str) -> bool:

@@ -28,8 +28,11 @@ from syntaxlm.cli.options import (
     _refuse_given,
     _refuse_overwriting,
     _sizes_as_options,
+    choice,
     with_beam_options,
 )
+from syntaxlm.inference.methods import PARSE_METHODS, UNITS
+from syntaxlm.text.tokenize import TOKENIZERS
 
 
 class ScoreFormat(str, Enum):
@@ -37,14 +40,8 @@ class ScoreFormat(str, Enum):
     jsonl = "jsonl"
 
 
-class ScoreUnit(str, Enum):
-    bits = "bits"
-    nats = "nats"
-
-
-class ScoreTokenizer(str, Enum):
-    whitespace = "whitespace"
-    ptb = "ptb"
+ScoreUnit = choice("ScoreUnit", UNITS)
+ScoreTokenizer = choice("ScoreTokenizer", TOKENIZERS)
 
 
 StimuliArgument = Annotated[
@@ -134,11 +131,7 @@ def _given_trees(trees: Path | None, proposals: Path | None, n_sentences: int, p
     return given
 
 
-class ParseMethod(str, Enum):
-    auto = "auto"
-    beam = "beam"
-    rerank = "rerank"
-    induced = "induced"
+ParseMethod = choice("ParseMethod", PARSE_METHODS)
 
 
 @with_beam_options

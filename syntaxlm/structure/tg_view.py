@@ -21,11 +21,11 @@ from syntaxlm.structure.tg import (
     MemoryRule,
     TGSegment,
     TGSequence,
-    Variant,
     sparse_attention,
     tg_segments,
     tg_sequence,
 )
+from syntaxlm.structure.tg_variants import Variant
 from syntaxlm.text.base import SPECIAL_TOKENS, Vocabulary
 from syntaxlm.trees.tree import Tree
 

@@ -14,8 +14,9 @@ torch nor a model.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from syntaxlm.exports import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -43,13 +44,4 @@ if TYPE_CHECKING:
     from syntaxlm.text.tokenize import ptb_tokens
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'syntaxlm' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value  # imported once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -6,7 +6,7 @@ import re
 import pytest
 import typer
 
-from syntaxlm.cli import _numbers
+from syntaxlm.cli.options import _numbers
 from syntaxlm.data.synthetic import SUITE_DESIGNS
 from syntaxlm.errors import InputFormatError
 from syntaxlm.eval.intervals import bootstrap_mean

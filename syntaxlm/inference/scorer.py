@@ -59,6 +59,7 @@ from syntaxlm.inference.grammar import ActionSpace, InferenceError
 from syntaxlm.inference.importance import draw_proposals, with_draws
 from syntaxlm.inference.marginal import (
     DOCUMENT_CONTEXTS,
+    NO_POS_TAGS_HEADER,
     ReadingContext,
     check_proposal_rows,
     document_context,
@@ -67,12 +68,11 @@ from syntaxlm.inference.marginal import (
     proposal_scores,
     rerank,
 )
+from syntaxlm.inference.methods import SCORE_METHODS, UNITS
 from syntaxlm.inference.sentences import SentenceScores, encode_sentence, unknown_words
 from syntaxlm.memory import counted
 from syntaxlm.trees.tree import Tree
 
-METHODS = ("auto", "exact", "gold", "beam", "proposals")
-UNITS = ("nats", "bits")
 REDUCTIONS = ("sum", "mean")
 END = "</s>"
 PER_TREE_DETAILS = ("tree_logprobs", "proposal_draws", "proposal_logprobs")  # not in records: one per tree
@@ -133,8 +133,8 @@ class Scorer:
             raise InferenceError(
                 f"a {model.config.model} model is not a language model: it cannot score sentences"
             )
-        if method not in METHODS:
-            raise InferenceError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+        if method not in SCORE_METHODS:
+            raise InferenceError(f"method must be one of {', '.join(SCORE_METHODS)}, got {method!r}")
         if context not in DOCUMENT_CONTEXTS:
             raise InferenceError(f"context must be one of {', '.join(DOCUMENT_CONTEXTS)}, got {context!r}")
         self.model = model
@@ -451,7 +451,8 @@ def parse(
     tree a structure-inducing model builds (``"induced"``: PRPN, SOM). ``"auto"``: ``"induced"``
     for models that induce trees, ``"beam"`` for the others. ``on_estimate``: for the beam and
     rerank, called with the pace of the first sentences (``inference.estimate``). A proposal
-    parser (``models.span_parser``) parses with its best tree (``"auto"``)."""
+    parser (``models.span_parser``) parses with its best tree (``"auto"``). The methods:
+    ``methods.PARSE_METHODS``."""
     from syntaxlm.models.span_parser import SpanParser
 
     sentences = _sentences(sentences)
@@ -499,6 +500,44 @@ def parse(
             raise InferenceError(f"sentence {i}: the beam search found no complete tree")
         trees.append(scores.tree)
     return trees
+
+
+def parser_proposals(
+    parser,
+    sentences: Sequence[Sequence[str]],
+    *,
+    kbest: int | None = None,
+    samples: int | None = None,
+    seed: int = 0,
+    batch_size: int = 16,
+) -> tuple[list[str], str | None]:
+    """A proposal parser's trees of each sentence as the lines of a proposal file: its ``kbest``
+    trees (all of them for a sentence with fewer) or ``samples`` different sampled trees
+    (``draw_proposals``), as INDEX<TAB>TREE lines after ``NO_POS_TAGS_HEADER`` (its trees have
+    none), which ``read_proposals`` reads as they are; and a note saying how many sentences have
+    fewer trees than asked for (``None`` when none has). One of ``kbest`` and ``samples``."""
+    if (kbest is None) == (samples is None):
+        raise ValueError("give kbest or samples, one of them")
+    sentences = _sentences(sentences)
+    if kbest is not None:
+        found = [[t.tree for t in trees] for trees in parser.parse(sentences, k=kbest, batch_size=batch_size)]
+        asked, why = kbest, "all of their trees are written"
+    else:
+        drawn = draw_proposals(parser, sentences, samples, seed=seed, batch_size=batch_size)
+        found, asked = [draw.trees for draw in drawn], samples
+        why = (
+            "drawing stops once a sentence's trees are all drawn, after 100 draws per tree asked for, or "
+            "once the trees drawn hold all but 1e-9 of the parser's probability"
+        )
+    lines = [f"{i}\t{tree.to_bracket()}" for i, trees in enumerate(found) for tree in trees]
+    fewer = [i for i, trees in enumerate(found) if len(trees) < asked]
+    note = None
+    if fewer:
+        note = (
+            f"note: {len(fewer)} sentence(s) have fewer than {asked} different trees (sentence {fewer[0]}: "
+            f"{len(found[fewer[0]])}); {why}"
+        )
+    return [NO_POS_TAGS_HEADER, *lines], note
 
 
 def check_sample_rows(model, samples: int, batch: int) -> None:

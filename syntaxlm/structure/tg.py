@@ -54,6 +54,7 @@ import numpy as np
 
 from syntaxlm.errors import ActionSequenceError
 from syntaxlm.structure.actions import ActionKind, EncodedActions, encode_actions, tree_to_actions
+from syntaxlm.structure.tg_variants import VARIANTS, Variant
 from syntaxlm.text.base import BOS_ID, EOS_ID, PAD_ID, Vocabulary
 from syntaxlm.trees.tree import Tree
 
@@ -72,8 +73,6 @@ _TYPE_OF_KIND = np.array([OPENING_NT, TERMINAL, CLOSING_NT], dtype=np.int8)  # i
 NEVER = np.iinfo(np.int32).max
 """``popped_at`` of a position that is never popped."""
 
-Variant = Literal["tg", "txl-trees", "txl-terminals"]
-VARIANTS: tuple[Variant, ...] = ("tg", "txl-trees", "txl-terminals")
 MemoryRule = Literal["smart", "previous"]
 
 # Per-position fields of a sequence, with the value that pads them in a segment.

@@ -10,11 +10,12 @@ a grid of relative positions. Both back ``syntaxlm inspect tg``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
 from syntaxlm.errors import TreeError
+from syntaxlm.structure.actions import Actions, encode_actions, tree_to_actions
 from syntaxlm.structure.tg import (
     TOKEN_TYPE_NAMES,
     MemoryRule,
@@ -22,7 +23,11 @@ from syntaxlm.structure.tg import (
     TGSequence,
     sparse_attention,
     tg_segments,
+    tg_sequence,
 )
+from syntaxlm.structure.tg_variants import Variant
+from syntaxlm.text.base import SPECIAL_TOKENS, Vocabulary
+from syntaxlm.trees.tree import Tree
 
 Spell = Callable[[int], str]
 
@@ -30,6 +35,29 @@ DENSE_CELL_LIMIT = 2**24
 """The most cells (positions × (memory slots + positions)) of one segment's dense mask that
 ``tg_records`` and ``tg_table`` build, a 4,096 × 4,096 mask; larger ones are refused before any is
 built (a 100,000-deep tree's whole sequence would need 84 GiB for the booleans alone)."""
+
+
+def spelled_tg_sequences(
+    trees: Iterable[Tree], variant: Variant = "tg", vocab: Vocabulary | None = None
+) -> Iterator[tuple[Actions, TGSequence, Spell]]:
+    """Per tree, its actions, its TG sequence of ``variant`` and how to spell the sequence's ids:
+    with ``vocab``, by its ids and pieces; without, by ids given to the tokens as they first come,
+    after the special tokens (a token keeps its id over the trees)."""
+    table = {token: i for i, token in enumerate(SPECIAL_TOKENS)}
+    spelling = list(SPECIAL_TOKENS)
+    for tree in trees:
+        actions = tree_to_actions(tree)
+        if vocab is not None:
+            encoded = encode_actions(actions, vocab)
+            sequence = tg_sequence(encoded.ids, encoded.kinds, variant, word_index=encoded.word_index)
+            yield actions, sequence, vocab.token
+            continue
+        for token in actions.tokens:
+            if token not in table:
+                table[token] = len(spelling)
+                spelling.append(token)
+        ids = [table[token] for token in actions.tokens]
+        yield actions, tg_sequence(ids, actions.kinds, variant), spelling.__getitem__
 
 
 def _segments(

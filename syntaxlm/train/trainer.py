@@ -123,6 +123,21 @@ class TrainResult:
     def best_valid_perplexity(self) -> float | None:
         return None if self.best_valid_loss is None else math.exp(self.best_valid_loss)
 
+    def describe(self, max_minutes: float | None = None) -> str:
+        """One line: the steps, why training stopped (``max_minutes``: the run's time budget,
+        train.max_minutes), the best and last validation losses and the baseline's."""
+        best = "none" if self.best_valid_loss is None else f"{self.best_valid_loss:.4f}"
+        last = "none" if self.last_valid_loss is None else f"{self.last_valid_loss:.4f}"
+        stopped = self.stopped.replace("_", " ")
+        if self.stopped == "max_minutes":
+            stopped = f"time budget of {max_minutes:g} minutes (train.max_minutes) spent"
+        return (
+            f"{self.steps} steps ({stopped}); "
+            f"best validation loss {best} {self.model.loss_unit} at step {self.best_step} "
+            f"(model in {self.run / 'best'}); "
+            f"last {last}; {self.baseline} baseline {self.baseline_valid_loss:.4f}"
+        )
+
 
 # --- the pieces of a step ----------------------------------------------------------------------------
 

@@ -133,6 +133,9 @@ CHOE_CHARNIAK_CLEANING = Cleaning(
 )
 """The TG/PLM input view: no traces, no function tags, no ROOT wrapper, no POS tags."""
 
+CLEANING_STYLES = {"ptb": PTB_CLEANING, "choe-charniak": CHOE_CHARNIAK_CLEANING, "none": Cleaning()}
+"""The cleanings by name (``syntaxlm data clean --style``)."""
+
 
 def _apply(tree: Tree, cleaning: Cleaning, step: str) -> Tree:
     cleaned = cleaning(tree)

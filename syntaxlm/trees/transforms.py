@@ -19,10 +19,15 @@ j-th closing nonterminal (j = 1..n−1, innermost first) goes after word min(j +
 closes after the last word. With fewer nonterminals the remaining words sit flat under the root;
 with more, the surplus closes after the last word (a unary chain at the top). Right-branching is
 the exact mirror.
+
+``TRANSFORMS`` names these and binarisation's (``syntaxlm data transform --kind``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from syntaxlm.trees import binarize
 from syntaxlm.trees.tree import Tree
 
 
@@ -87,3 +92,14 @@ def reversed_tree(tree: Tree) -> Tree:
     """Children of every node in reverse order, words kept in their original order (TG §4.1.1)."""
     mirrored = tree.rebuild(lambda label, children: Tree(label, children[::-1]))
     return mirrored.with_leaves(tree.leaves())
+
+
+TRANSFORMS: dict[str, Callable[[Tree], Tree]] = {
+    "left-branching": left_branching,
+    "right-branching": right_branching,
+    "reversed": reversed_tree,
+    "binarize-left": lambda tree: binarize.binarize(tree, "left"),
+    "binarize-right": lambda tree: binarize.binarize(tree, "right"),
+    "unbinarize": binarize.unbinarize,
+}
+"""Every tree transform by name: the ablations above and binarisation (``trees.binarize``)."""

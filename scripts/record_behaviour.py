@@ -2,14 +2,16 @@
 
 ``record`` runs a fixed list of ``syntaxlm`` commands (every command and sub-command that runs in
 seconds, on small inputs made here: the synthetic treebank, hand-written trees, tiny models trained
-for a few steps, and small slices of ../shared/data where a command needs real data) and a few bad
-inputs whose messages must stay the same. Each runs as a user runs it (``python -m syntaxlm ...``,
-a process of its own) in one work folder, with one thread, fixed seeds and no GPU. It writes one
-JSON file, the record: per command its argv, exit status, stdout and stderr, and every file it wrote
-or changed in the work folder.
+for a few steps, and small slices of ../shared/data where a command needs real data; a step whose
+data is not there is recorded as skipped) and bad inputs whose messages must stay the same. Each
+runs as a user runs it (``python -m syntaxlm ...``, a process of its own; the --help of every
+command all in one process) in one work folder, with one thread, fixed seeds and no GPU. It writes
+one JSON file, the record: per command its argv, exit status, stdout and stderr, and every file it
+wrote or changed in the work folder.
 
 ``compare`` reads two records and prints, command by command, what differs; it exits 1 when
-anything does. Record before the change, record after it, compare::
+anything does. Record before the change, record after it (same machine, same environment),
+compare::
 
     python scripts/record_behaviour.py record --out /tmp/before.json [--workdir DIR]
     (change the code)
@@ -17,17 +19,25 @@ anything does. Record before the change, record after it, compare::
     python scripts/record_behaviour.py compare /tmp/before.json /tmp/after.json
 
 Run it with the project's Python (the one with torch); the commands run from this checkout
-(``PYTHONPATH`` is set to it). ``--only WORD`` runs just the commands whose names contain WORD (with
-the ones they depend on not run, so mostly for fixing the recorder itself).
+(``PYTHONPATH`` is set to it). The work folder is a temporary one, removed afterwards, unless
+``--workdir`` names one (empty; kept). ``--only WORD`` runs just the steps whose names contain WORD
+(the steps they depend on are not run: mostly for working on the recorder itself). A recording
+takes about 10 minutes of CPU (one core at a time), longer on busy cores.
 
 What differs between two runs of unchanged code is normalised, so that it compares equal: the work
 folder's and the checkout's paths (``<WORK>``, ``<ROOT>``), times, dates, durations and speeds
 (``<TIME>``, ``<DURATION>``, ``<SPEED>``), the git commit, host name and process ids, the
-provenance of result files (``created``, ``git_commit``) and training's ``train_seconds``, progress
-bars (only their last state is kept), a traceback (only its last line is kept: the code's file and
-line numbers move in a restructuring), and the sha256 of a file whose own contents hold such things.
-Numbers (losses, perplexities, accuracies, surprisals) are kept exactly. Files are recorded as text
-(JSON re-indented; large files as a sha256 of their normalised text, a line count and the first
+provenance of result files (``created``, ``git_commit``), every JSON value (in a file or printed)
+under a key ``seconds`` or ending in ``_seconds`` (training's ``train_seconds``, the jobs' and
+``eval rt``'s timings), progress bars (taken out, and
+summed up in a last line as the set of their descriptions and totals: how often a bar is redrawn
+depends on the time), the lines that are said or not by how fast the machine is (the scoring
+estimate shown for work of more than 10 s, training's plain progress line a minute), a traceback
+(its last line kept: the code's files and line numbers move in a restructuring), and the sha256 of
+a file whose contents hold such things or of a safetensors file (the safetensors library writes the
+header's metadata in another order on each run). Numbers (losses, perplexities, accuracies,
+surprisals) are kept exactly. Files are recorded as text (JSON re-indented, also the data of the
+explorer page; other large files as a sha256 of their normalised text, a line count and the first
 lines), safetensors files as their header metadata and each tensor's dtype, shape and sha256, PNG
 files as their size and the sha256 of their pixels (not their bytes: matplotlib's metadata may
 differ), other binary files as their sha256. Not a test: it takes minutes, and is run by hand.
@@ -40,8 +50,8 @@ import difflib
 import hashlib
 import json
 import os
-import platform
 import re
+import shlex
 import shutil
 import socket
 import struct
@@ -69,7 +79,14 @@ FEW_STEPS = [
     "train.warmup_steps=1",
 ]
 BEAM = ["--action-beam", "6", "--word-beam", "2", "--fast-track", "1"]
-SYNTH_DATA = ["--data-train", "syn/train.trees", "--data-valid", "syn/dev.trees", "--data-test", "syn/test.trees"]
+SYNTH_DATA = [
+    "--data-train",
+    "syn/train.trees",
+    "--data-valid",
+    "syn/dev.trees",
+    "--data-test",
+    "syn/test.trees",
+]
 SENTENCE = "the official near the players is invited ."
 TREE = "(S (NP the official) (VP is (VP invited)) .)"
 
@@ -95,8 +112,11 @@ def steps() -> list[Step]:
     """Every step, in order; later steps read what earlier ones wrote."""
     s: list[Step] = []
 
-    def cmd(name: str, *argv: str, needs: str | None = None) -> None:
-        s.append(Step(name, list(argv), needs=needs))
+    def cmd(name: str, *parts: str | list[str], needs: str | None = None) -> None:
+        """A command: ``parts`` after ``python -m syntaxlm``, a string split at spaces (as a shell
+        does), a list taken as it is."""
+        argv = [word for part in parts for word in (shlex.split(part) if isinstance(part, str) else part)]
+        s.append(Step(name, argv, needs=needs))
 
     # help of every command: the sub-apps' command lists and every option
     s.append(Step("help", ["--help"], help=True))
@@ -107,267 +127,433 @@ def steps() -> list[Step]:
 
     # data
     s.append(Step("prepare hand-written inputs", prepare=prepare_small_inputs))
-    cmd("data synth", "data", "synth", "syn", "--sentences", "200", "--items-per-suite", "2", "--lexicon-size", "10")
+    cmd("data synth", "data synth syn --sentences 200 --items-per-suite 2 --lexicon-size 10")
     s.append(Step("prepare inputs from the synthetic data", prepare=prepare_synthetic_inputs))
-    cmd("data stats", "data", "stats", "small/in.mrg")
-    cmd("data stats --json", "data", "stats", "small/in.mrg", "--json")
-    cmd("data stats several", "data", "stats", "syn/train.trees", "syn/dev.trees", "small/in.conllu")
-    cmd("data stats several --json", "data", "stats", "syn", "small/in.mrg", "--json")
-    cmd("data stats conllu", "data", "stats", "small/in.conllu", "--json")
-    cmd("error: data stats bad tree", "data", "stats", "small/bad.mrg")
-    cmd("data stats bad tree --skip-bad", "data", "stats", "small/bad.mrg", "--skip-bad", "--json")
-    cmd("error: data stats missing file", "data", "stats", "small/nope.mrg")
-    cmd("error: data stats 5000-digit head", "data", "stats", "small/head5000.conllu")
-    cmd("data split --ratio", "data", "split", "syn/train.trees", "--out", "split-ratio", "--ratio", "0.8,0.1,0.1")
-    cmd("data split --ratio --json", "data", "split", "syn/dev.trees", "--out", "split-ratio2", "--ratio",
-        "0.5,0.5", "--seed", "3", "--json")  # fmt: skip
-    cmd("data split by files", "data", "split", "small/docs", "--out", "split-files", "--train", "a.mrg",
-        "--dev", "b.mrg", "--test", "c.mrg")  # fmt: skip
-    cmd("data split --wsj-sections", "data", "split", "small/wsj", "--out", "split-wsj", "--wsj-sections", "--json")
-    cmd("error: data split two methods", "data", "split", "syn/train.trees", "--out", "split-bad", "--ratio",
-        "0.8,0.1,0.1", "--wsj-sections")  # fmt: skip
-    cmd("error: data split bad ratio", "data", "split", "syn/train.trees", "--out", "split-bad", "--ratio", "0.8,0.3")
-    cmd("data clean", "data", "clean", "small/in.mrg", "clean/ptb.trees")
-    cmd("data clean choe-charniak", "data", "clean", "small/in.mrg", "clean/cc.trees", "--style", "choe-charniak",
-        "--remove-punctuation")  # fmt: skip
-    cmd("data clean options", "data", "clean", "small/in.mrg", "clean/other.trees", "--style", "none",
-        "--collapse-unary", "--strip-root", "--pretty")  # fmt: skip
-    cmd("data clean --skip-bad", "data", "clean", "small/mixed.mrg", "clean/skipped.trees", "--skip-bad")
+    cmd("data stats", "data stats small/in.mrg")
+    cmd("data stats --json", "data stats small/in.mrg --json")
+    cmd("data stats several", "data stats syn/train.trees syn/dev.trees small/in.conllu")
+    cmd("data stats several --json", "data stats syn small/in.mrg --json")
+    cmd("data stats conllu", "data stats small/in.conllu --json")
+    cmd("error: data stats bad tree", "data stats small/bad.mrg")
+    cmd("data stats bad tree --skip-bad", "data stats small/bad.mrg --skip-bad --json")
+    cmd("error: data stats missing file", "data stats small/nope.mrg")
+    cmd("error: data stats 5000-digit head", "data stats small/head5000.conllu")
+    cmd("data split --ratio", "data split syn/train.trees --out split-ratio --ratio 0.8,0.1,0.1")
+    cmd(
+        "data split --ratio --json",
+        "data split syn/dev.trees --out split-ratio2 --ratio 0.5,0.5 --seed 3 --json",
+    )
+    cmd(
+        "data split by files",
+        "data split small/docs --out split-files --train a.mrg --dev b.mrg --test c.mrg",
+    )
+    cmd("data split --wsj-sections", "data split small/wsj --out split-wsj --wsj-sections --json")
+    cmd(
+        "error: data split two methods",
+        "data split syn/train.trees --out split-bad --ratio 0.8,0.1,0.1 --wsj-sections",
+    )
+    cmd("error: data split bad ratio", "data split syn/train.trees --out split-bad --ratio 0.8,0.3")
+    cmd("data clean", "data clean small/in.mrg clean/ptb.trees")
+    cmd(
+        "data clean choe-charniak",
+        "data clean small/in.mrg clean/cc.trees --style choe-charniak --remove-punctuation",
+    )
+    cmd(
+        "data clean options",
+        "data clean small/in.mrg clean/other.trees --style none --collapse-unary --strip-root --pretty",
+    )
+    cmd("data clean --skip-bad", "data clean small/mixed.mrg clean/skipped.trees --skip-bad")
     for kind in ("left-branching", "right-branching", "reversed", "binarize-left", "binarize-right"):
-        cmd(f"data transform {kind}", "data", "transform", "clean/cc.trees", f"transform/{kind}.trees",
-            "--kind", kind)  # fmt: skip
-    cmd("data transform unbinarize", "data", "transform", "transform/binarize-right.trees",
-        "transform/unbinarized.trees", "--kind", "unbinarize")  # fmt: skip
-    cmd("data transform --pos-tags", "data", "transform", "syn/dev.trees", "transform/dev-left.trees", "--kind",
-        "left-branching", "--pos-tags")  # fmt: skip
-    cmd("data documents by file", "data", "documents", "small/docs", "docs/by-file.trees")
-    cmd("data documents --sentences", "data", "documents", "syn/dev.trees", "docs/by-3.trees", "--sentences", "3")
-    cmd("data dep2tree", "data", "dep2tree", "small/in.conllu", "dep/labelled.trees")
-    cmd("data dep2tree --unlabelled", "data", "dep2tree", "small/in.conllu", "dep/unlabelled.trees", "--unlabelled")
-    cmd("error: data dep2tree 5000-digit head", "data", "dep2tree", "small/head5000.conllu", "dep/bad.trees")
-    s.append(Step("prepare a slice of the real-English treebanks", prepare=prepare_english, needs="constituency"))
-    cmd("data english", "data", "english", "english-src", "--out", "english", "--json", needs="constituency")
-    cmd("data english two treebanks", "data", "english", "english-src", "--out", "english2", "--treebanks",
-        "gum,wsj-sample", needs="constituency")  # fmt: skip
-    cmd("data download --list", "data", "download", "--list")
-    cmd("error: data download unknown name", "data", "download", "no-such-dataset", "downloads")
+        cmd(f"data transform {kind}", f"data transform clean/cc.trees transform/{kind}.trees --kind {kind}")
+    cmd(
+        "data transform unbinarize",
+        "data transform transform/binarize-right.trees transform/unbinarized.trees --kind unbinarize",
+    )
+    cmd(
+        "data transform --pos-tags",
+        "data transform syn/dev.trees transform/dev-left.trees --kind left-branching --pos-tags",
+    )
+    cmd("data documents by file", "data documents small/docs docs/by-file.trees")
+    cmd("data documents --sentences", "data documents syn/dev.trees docs/by-3.trees --sentences 3")
+    cmd("data dep2tree", "data dep2tree small/in.conllu dep/labelled.trees")
+    cmd("data dep2tree --unlabelled", "data dep2tree small/in.conllu dep/unlabelled.trees --unlabelled")
+    cmd("error: data dep2tree 5000-digit head", "data dep2tree small/head5000.conllu dep/bad.trees")
+    s.append(
+        Step("prepare a slice of the real-English treebanks", prepare=prepare_english, needs="constituency")
+    )
+    cmd("data english", "data english english-src --out english --json", needs="constituency")
+    cmd(
+        "data english two treebanks",
+        "data english english-src --out english2 --treebanks gum,wsj-sample",
+        needs="constituency",
+    )
+    cmd("data download --list", "data download --list")
+    cmd("error: data download unknown name", "data download no-such-dataset downloads")
 
     # vocabularies and what models read from trees
-    cmd("vocab build word", "vocab", "build", "syn/train.trees", "--out", "vocab/word", "--min-freq", "1")
-    cmd("vocab build rnng symbols", "vocab", "build", "small/in.mrg", "--out", "vocab/rnng", "--symbols", "rnng",
-        "--min-freq", "1")  # fmt: skip
-    cmd("vocab build subword", "vocab", "build", "syn/train.trees", "--out", "vocab/subword", "--kind", "subword",
-        "--vocab-size", "400", "--model-type", "bpe")  # fmt: skip
-    cmd("error: vocab build subword too small", "vocab", "build", "syn/train.trees", "--out", "vocab/small",
-        "--kind", "subword", "--vocab-size", "120")  # fmt: skip
-    cmd("vocab build conllu", "vocab", "build", "small/in.conllu", "--out", "vocab/conllu", "--min-freq", "1")
-    cmd("error: vocab build 5000-digit head", "vocab", "build", "small/head5000.conllu", "--out", "vocab/bad")
-    cmd("inspect tg", "inspect", "tg", "clean/cc.trees")
-    cmd("inspect tg segments --json", "inspect", "tg", "clean/cc.trees", "--segment-length", "6", "--smart-memory",
-        "--memory-length", "4", "--json")  # fmt: skip
-    cmd("inspect tg txl-trees --vocab --clean", "inspect", "tg", "syn/dev.trees", "--clean", "--variant",
-        "txl-trees", "--vocab", "vocab/word", "--limit", "2")  # fmt: skip
-    cmd("error: inspect tg with a vocabulary of other symbols", "inspect", "tg", "small/in.mrg", "--clean",
-        "--vocab", "vocab/rnng")  # fmt: skip
-    cmd("inspect tg txl-terminals --limit", "inspect", "tg", "syn/dev.trees", "--clean", "--variant",
-        "txl-terminals", "--limit", "1")  # fmt: skip
-    cmd("inspect tg --plot", "inspect", "tg", "clean/cc.trees", "--limit", "1", "--plot", "inspect-plots")
-    cmd("inspect actions", "inspect", "actions", "clean/cc.trees")
-    cmd("inspect actions --json --clean", "inspect", "actions", "syn/dev.trees", "--clean", "--json", "--limit", "2")
-    cmd("inspect distances", "inspect", "distances", "clean/cc.trees")
-    cmd("inspect distances --json --clean", "inspect", "distances", "syn/dev.trees", "--clean", "--json",
-        "--limit", "2")  # fmt: skip
-    cmd("inspect som", "inspect", "som", "clean/cc.trees")
-    cmd("inspect som conllu --json", "inspect", "som", "small/in.conllu", "--json", "--slots", "4")
-    cmd("error: inspect tg missing file", "inspect", "tg", "small/nope.trees")
+    cmd("vocab build word", "vocab build syn/train.trees --out vocab/word --min-freq 1")
+    cmd("vocab build rnng symbols", "vocab build small/in.mrg --out vocab/rnng --symbols rnng --min-freq 1")
+    cmd(
+        "vocab build subword",
+        "vocab build syn/train.trees --out vocab/subword --kind subword --vocab-size 400 --model-type bpe",
+    )
+    cmd(
+        "error: vocab build subword too small",
+        "vocab build syn/train.trees --out vocab/small --kind subword --vocab-size 120",
+    )
+    cmd("vocab build conllu", "vocab build small/in.conllu --out vocab/conllu --min-freq 1")
+    cmd("error: vocab build 5000-digit head", "vocab build small/head5000.conllu --out vocab/bad")
+    cmd("inspect tg", "inspect tg clean/cc.trees")
+    cmd(
+        "inspect tg segments --json",
+        "inspect tg clean/cc.trees --segment-length 6 --smart-memory --memory-length 4 --json",
+    )
+    cmd(
+        "inspect tg txl-trees --vocab --clean",
+        "inspect tg syn/dev.trees --clean --variant txl-trees --vocab vocab/word --limit 2",
+    )
+    cmd(
+        "error: inspect tg with a vocabulary of other symbols",
+        "inspect tg small/in.mrg --clean --vocab vocab/rnng",
+    )
+    cmd(
+        "inspect tg txl-terminals --limit",
+        "inspect tg syn/dev.trees --clean --variant txl-terminals --limit 1",
+    )
+    cmd("inspect tg --plot", "inspect tg clean/cc.trees --limit 1 --plot inspect-plots")
+    cmd("inspect actions", "inspect actions clean/cc.trees")
+    cmd("inspect actions --json --clean", "inspect actions syn/dev.trees --clean --json --limit 2")
+    cmd("inspect distances", "inspect distances clean/cc.trees")
+    cmd("inspect distances --json --clean", "inspect distances syn/dev.trees --clean --json --limit 2")
+    cmd("inspect som", "inspect som clean/cc.trees")
+    cmd("inspect som conllu --json", "inspect som small/in.conllu --json --slots 4")
+    cmd("error: inspect tg missing file", "inspect tg small/nope.trees")
 
     # training: a words-only model, joint ones, a structure-inducing one, the proposal parser
     tiny = sets(*TINY_TRANSFORMER, *FEW_STEPS)
-    cmd("train lm", "train", "lm-tiny", "--out", "runs/lm", *SYNTH_DATA, *tiny, "--no-progress")
-    cmd("train lm to resume", "train", "lm-tiny", "--out", "runs/lm-resumed", *SYNTH_DATA, *tiny, "--no-progress")
-    cmd("train lm --resume more steps", "train", "lm-tiny", "--out", "runs/lm-resumed", *SYNTH_DATA, *tiny,
-        *sets("train.max_steps=5"), "--resume", "--no-progress")  # fmt: skip
-    cmd("train tg", "train", "tg-tiny", "--out", "runs/tg", *SYNTH_DATA, *tiny, "--no-progress")
-    cmd("train txl-terminals on its own synthetic data", "train", "txl-terminals-tiny", "--out", "runs/txl",
-        *tiny, *sets("data.synthetic.sentences=60"), "--no-progress")  # fmt: skip
-    cmd("train prpn", "train", "prpn-tiny", "--out", "runs/prpn", *SYNTH_DATA, *FEW_STEPS_SETS_PRPN,
-        "--no-progress")  # fmt: skip
-    cmd("train parser", "train", "parser-tiny", "--out", "runs/parser", *SYNTH_DATA,
-        *sets("model.d_model=16", "model.hidden_size=16", "model.span_hidden=16", *FEW_STEPS), "--no-progress")
-    cmd("error: train unknown recipe", "train", "tg-huge", "--out", "runs/none")
-    cmd("error: train unknown key", "train", "lm-tiny", "--out", "runs/none", *sets("model.n_layer=1"))
-    cmd("error: train into a folder holding a run", "train", "tg-tiny", "--out", "runs/lm", *SYNTH_DATA,
-        *tiny, "--no-progress")  # fmt: skip
+    cmd("train lm", "train lm-tiny --out runs/lm", SYNTH_DATA, tiny, "--no-progress")
+    cmd("train lm to resume", "train lm-tiny --out runs/lm-resumed", SYNTH_DATA, tiny, "--no-progress")
+    cmd(
+        "train lm --resume more steps",
+        "train lm-tiny --out runs/lm-resumed",
+        SYNTH_DATA,
+        tiny,
+        sets("train.max_steps=5"),
+        "--resume --no-progress",
+    )
+    cmd("train tg", "train tg-tiny --out runs/tg", SYNTH_DATA, tiny, "--no-progress")
+    cmd(
+        "train txl-terminals on its own synthetic data",
+        "train txl-terminals-tiny --out runs/txl",
+        tiny,
+        sets("data.synthetic.sentences=60"),
+        "--no-progress",
+    )
+    cmd("train prpn", "train prpn-tiny --out runs/prpn", SYNTH_DATA, FEW_STEPS_SETS_PRPN, "--no-progress")
+    cmd(
+        "train parser",
+        "train parser-tiny --out runs/parser",
+        SYNTH_DATA,
+        sets("model.d_model=16", "model.hidden_size=16", "model.span_hidden=16", *FEW_STEPS),
+        "--no-progress",
+    )
+    cmd("error: train unknown recipe", "train tg-huge --out runs/none")
+    cmd("error: train unknown key", "train lm-tiny --out runs/none", sets("model.n_layer=1"))
+    cmd(
+        "error: train into a folder holding a run",
+        "train tg-tiny --out runs/lm",
+        SYNTH_DATA,
+        tiny,
+        "--no-progress",
+    )
 
     # scoring, parsing, generating
     lm, tg, prpn, parser = "runs/lm/best", "runs/tg/best", "runs/prpn/best", "runs/parser/best"
-    cmd("score lm", "score", lm, "data/sentences.txt", "--no-progress")
-    cmd("score lm jsonl --eos nats", "score", lm, "data/sentences.txt", "--format", "jsonl", "--eos", "--unit",
-        "nats", "--out", "score/lm.jsonl", "--no-progress")  # fmt: skip
-    cmd("score tg beam", "score", tg, "data/sentences.txt", *BEAM, "--limit", "3", "--no-progress")
-    cmd("score tg gold", "score", tg, "data/sentences.txt", "--method", "gold", "--trees", "data/test8.trees",
-        "--format", "jsonl", "--no-progress")  # fmt: skip
-    cmd("score prpn", "score", prpn, "data/sentences.txt", "--no-progress", "--limit", "2")
-    cmd("error: score proposal index of 5000 digits", "score", tg, "data/one-sentence.txt", "--method",
-        "proposals", "--proposals", "small/proposals-5000.txt")  # fmt: skip
-    cmd("error: score missing model", "score", "runs/none", "data/sentences.txt")
-    cmd("parse tg beam", "parse", tg, "data/sentences.txt", *BEAM, "--limit", "3", "--no-progress")
-    cmd("parse prpn induced", "parse", prpn, "data/sentences.txt", "--no-progress", "--out", "parse/prpn.trees")
-    cmd("parse prpn words alone", "parse", prpn, "data/words.txt", "--no-progress", "--out",
-        "parse/prpn-words.trees")  # fmt: skip
-    cmd("parse parser best", "parse", parser, "data/sentences.txt", "--no-progress")
-    cmd("parse parser --kbest", "parse", parser, "data/sentences.txt", "--kbest", "2", "--no-progress")
-    cmd("parse parser --samples", "parse", parser, "data/sentences.txt", "--samples", "5", "--seed", "1",
-        "--out", "parse/proposals.txt", "--no-progress")  # fmt: skip
-    cmd("parse tg rerank proposals", "parse", tg, "data/sentences.txt", "--method", "rerank", "--proposals",
-        "parse/proposals.txt", "--no-progress")  # fmt: skip
-    cmd("parse tg rerank --parser", "parse", tg, "data/sentences.txt", "--method", "rerank", "--parser", parser,
-        "--samples", "3", "--limit", "2", "--no-progress")  # fmt: skip
-    cmd("score tg proposals", "score", tg, "data/sentences.txt", "--method", "proposals", "--proposals",
-        "parse/proposals.txt", "--no-progress")  # fmt: skip
-    cmd("error: parse a words-only model", "parse", lm, "data/sentences.txt", "--no-progress")
-    cmd("generate lm", "generate", lm, "-n", "3", "--max-length", "30")
-    cmd("generate tg trees", "generate", tg, "-n", "3", "--format", "trees", "--max-length", "40", "--seed", "2")
-    cmd("generate tg jsonl top-k", "generate", tg, "-n", "2", "--format", "jsonl", "--top-k", "5",
-        "--max-length", "40", "--out", "generate/tg.jsonl")  # fmt: skip
-    cmd("generate lm top-p temperature", "generate", lm, "-n", "3", "--top-p", "0.9", "--temperature", "0.7",
-        "--max-length", "30")  # fmt: skip
+    cmd("score lm", f"score {lm} data/sentences.txt --no-progress")
+    cmd(
+        "score lm jsonl --eos nats",
+        f"score {lm} data/sentences.txt --format jsonl --eos --unit nats --out score/lm.jsonl --no-progress",
+    )
+    cmd("score tg beam", f"score {tg} data/sentences.txt", BEAM, "--limit 3 --no-progress")
+    cmd(
+        "score tg gold",
+        f"score {tg} data/sentences.txt --method gold --trees data/test8.trees --format jsonl --no-progress",
+    )
+    cmd("score prpn", f"score {prpn} data/sentences.txt --no-progress --limit 2")
+    cmd(
+        "error: score proposal index of 5000 digits",
+        f"score {tg} data/one-sentence.txt --method proposals --proposals small/proposals-5000.txt",
+    )
+    cmd("error: score missing model", "score runs/none data/sentences.txt")
+    cmd("parse tg beam", f"parse {tg} data/sentences.txt", BEAM, "--limit 3 --no-progress")
+    cmd("parse prpn induced", f"parse {prpn} data/sentences.txt --no-progress --out parse/prpn.trees")
+    cmd("parse prpn words alone", f"parse {prpn} data/words.txt --no-progress --out parse/prpn-words.trees")
+    cmd("parse parser best", f"parse {parser} data/sentences.txt --no-progress")
+    cmd("parse parser --kbest", f"parse {parser} data/sentences.txt --kbest 2 --no-progress")
+    cmd(
+        "parse parser --samples",
+        f"parse {parser} data/sentences.txt --samples 5 --seed 1 --out parse/proposals.txt --no-progress",
+    )
+    cmd(
+        "parse tg rerank proposals",
+        f"parse {tg} data/sentences.txt --method rerank --proposals parse/proposals.txt --no-progress",
+    )
+    cmd(
+        "parse tg rerank --parser",
+        f"parse {tg} data/sentences.txt --method rerank --parser {parser} --samples 3 --limit 2 "
+        f"--no-progress",
+    )
+    cmd(
+        "score tg proposals",
+        f"score {tg} data/sentences.txt --method proposals --proposals parse/proposals.txt --no-progress",
+    )
+    cmd("error: parse a words-only model", f"parse {lm} data/sentences.txt --no-progress")
+    cmd("generate lm", f"generate {lm} -n 3 --max-length 30")
+    cmd("generate tg trees", f"generate {tg} -n 3 --format trees --max-length 40 --seed 2")
+    cmd(
+        "generate tg jsonl top-k",
+        f"generate {tg} -n 2 --format jsonl --top-k 5 --max-length 40 --out generate/tg.jsonl",
+    )
+    cmd("generate lm top-p temperature", f"generate {lm} -n 3 --top-p 0.9 --temperature 0.7 --max-length 30")
 
     # evaluations
     suite = "data/suites3/synthetic_number_prep.json"
-    cmd("eval sg region values", "eval", "sg", suite, "--region-values", "data/region-values.json")
-    cmd("eval sg region values --json --out", "eval", "sg", suite, "--region-values", "data/region-values.json",
-        "--json", "--out", "eval/sg-values.json")  # fmt: skip
-    cmd("eval sg lm", "eval", "sg", "data/suites3", "--model", lm, "--no-progress", "--out", "runs/lm/results/sg")
-    cmd("eval sg lm all suites --json", "eval", "sg", "syn/suites", "--model", lm, "--no-progress", "--json")
-    cmd("eval sg lm with a progress bar", "eval", "sg", suite, "--model", lm, "--batch-size", "3")
-    cmd("eval sg tg", "eval", "sg", "data/suites3", "--model", tg, *BEAM, "--no-progress", "--out",
-        "runs/tg/results/sg")  # fmt: skip
-    cmd("error: eval sg neither input", "eval", "sg", suite)
-    cmd("error: eval sg broken suite", "eval", "sg", "small/broken-suite.json", "--region-values",
-        "data/region-values.json")  # fmt: skip
-    cmd("error: eval sg --device with region values", "eval", "sg", suite, "--region-values",
-        "data/region-values.json", "--device", "cuda")  # fmt: skip
-    cmd("eval parse", "eval", "parse", "--gold", "small/gold.trees", "--pred", "small/pred.trees", "--gold-tags")
-    cmd("eval parse --json --out", "eval", "parse", "--gold", "small/gold.trees", "--pred", "small/pred.trees",
-        "--gold-tags", "--json", "--out", "eval/parse.json")  # fmt: skip
-    cmd("eval parse --unlabeled", "eval", "parse", "--gold", "small/gold.trees", "--pred", "small/pred.trees",
-        "--gold-tags", "--unlabeled")  # fmt: skip
-    cmd("eval parse unmatched lengths", "eval", "parse", "--gold", "small/gold.trees", "--pred",
-        "small/pred-tagged-other.trees")  # fmt: skip
-    cmd("eval parse model parses", "eval", "parse", "--gold", "data/test8.trees", "--pred", "parse/prpn.trees",
-        "--gold-tags", "--json", "--out", "runs/prpn/results/parseval.json")  # fmt: skip
-    cmd("error: eval parse fewer predictions", "eval", "parse", "--gold", "small/gold.trees", "--pred",
-        "small/pred-short.trees", "--gold-tags")  # fmt: skip
-    cmd("eval uf1 trees", "eval", "uf1", "--gold", "small/uf1-gold.trees", "--pred", "small/uf1-pred.txt")
-    cmd("eval uf1 distances --json", "eval", "uf1", "--gold", "small/uf1-gold1.trees", "--distances",
-        "small/uf1-distances.txt", "--json", "--out", "eval/uf1.json")  # fmt: skip
-    cmd("eval uf1 model parses --per-sentence", "eval", "uf1", "--gold", "data/test8.trees", "--pred",
-        "parse/prpn-words.trees", "--per-sentence", "--max-words", "30", "--out", "runs/prpn/results/uf1.json")
-    cmd("error: eval uf1 both inputs", "eval", "uf1", "--gold", "small/uf1-gold.trees", "--distances",
-        "small/uf1-distances.txt", "--pred", "small/uf1-pred.txt")  # fmt: skip
-    cmd("error: eval uf1 unquoted word", "eval", "uf1", "--gold", "small/uf1-gold.trees", "--pred",
-        "small/uf1-pred-unquoted.txt")  # fmt: skip
-    cmd("eval blimp logprobs", "eval", "blimp", "--logprobs", "data/blimp-logprobs.jsonl", "--data", "data/blimp")
-    cmd("eval blimp logprobs --json --per-paradigm", "eval", "blimp", "--logprobs", "data/blimp-logprobs.jsonl",
-        "--data", "data/blimp", "--json", "--max-pairs", "3")  # fmt: skip
-    cmd("eval blimp lm", "eval", "blimp", "--data", "data/blimp", "--model", lm, "--no-progress",
-        "--per-paradigm", "--out", "runs/lm/results/blimp.json")  # fmt: skip
-    cmd("eval blimp tg", "eval", "blimp", "--data", "data/blimp", "--model", tg, *BEAM, "--no-progress", "--json",
-        "--paradigm", "anaphor_number_agreement")  # fmt: skip
-    cmd("error: eval blimp unknown paradigm", "eval", "blimp", "--logprobs", "data/blimp-logprobs.jsonl",
-        "--data", "data/blimp", "--paradigm", "anaphor_number_agreemnt")  # fmt: skip
-    cmd("error: eval blimp --batch-size with logprobs", "eval", "blimp", "--logprobs",
-        "data/blimp-logprobs.jsonl", "--data", "data/blimp", "--batch-size", "8")  # fmt: skip
-    cmd("eval ppl lm", "eval", "ppl", "data/sentences.txt", "--model", lm, "--no-progress", "--out",
-        "runs/lm/results/perplexity.json")  # fmt: skip
-    cmd("eval ppl lm treebank --json", "eval", "ppl", "data/test8.trees", "--model", lm, "--no-progress", "--json")
-    cmd("eval ppl tg beam", "eval", "ppl", "data/sentences.txt", "--model", tg, *BEAM, "--no-progress", "--out",
-        "runs/tg/results/perplexity.json")  # fmt: skip
-    cmd("eval ppl tg gold", "eval", "ppl", "data/test8.trees", "--model", tg, "--method", "gold", "--no-progress",
-        "--json")  # fmt: skip
-    cmd("eval ppl tg --parser", "eval", "ppl", "data/sentences.txt", "--model", tg, "--method", "proposals",
-        "--parser", parser,
-        "--samples", "5", *BEAM, "--limit", "3", "--no-progress", "--json")  # fmt: skip
-    cmd("eval ppl prpn", "eval", "ppl", "data/test8.trees", "--model", prpn, "--no-progress", "--out",
-        "runs/prpn/results/perplexity.json")  # fmt: skip
-    cmd("error: eval ppl no CUDA", "eval", "ppl", "data/sentences.txt", "--model", lm, "--device", "cuda")
-    cmd("eval gen", "eval", "gen", "--generated", "small/gen.txt", "--references", "small/ref.txt")
-    cmd("eval gen --json self-bleu sample", "eval", "gen", "--generated", "small/gen.txt", "--self-bleu-sample",
-        "2", "--json", "--out", "eval/gen.json")  # fmt: skip
-    cmd("error: eval gen invalid UTF-8", "eval", "gen", "--generated", "small/invalid-utf8.txt")
-    cmd("eval rt", "eval", "rt", "data/rts.tsv", "--model", lm, "--model", tg, *BEAM, "--folds", "2",
-        "--no-progress", "--out", "eval/rt.json")  # fmt: skip
-    cmd("eval rt --json one story", "eval", "rt", "data/rts.tsv", "--model", lm, "--folds", "2", "--stories",
-        "s2", "--spillover", "1", "--no-progress", "--json")  # fmt: skip
-    cmd("error: eval rt beam option with gold", "eval", "rt", "data/rts.tsv", "--model", lm, "--method", "gold",
-        "--action-beam", "6")  # fmt: skip
-    s.append(Step("prepare the Natural Stories corpus", prepare=prepare_natural_stories, needs="reading_times"))
-    cmd("eval rt natural stories", "eval", "rt", "rt-ns", "--stories", "1", "--model", lm, "--keep-unknown",
-        "--folds", "2", "--no-progress", needs="reading_times")  # fmt: skip
+    cmd("eval sg region values", f"eval sg {suite} --region-values data/region-values.json")
+    cmd(
+        "eval sg region values --json --out",
+        f"eval sg {suite} --region-values data/region-values.json --json --out eval/sg-values.json",
+    )
+    cmd("eval sg lm", f"eval sg data/suites3 --model {lm} --no-progress --out runs/lm/results/sg")
+    cmd("eval sg lm all suites --json", f"eval sg syn/suites --model {lm} --no-progress --json")
+    cmd("eval sg lm with a progress bar", f"eval sg {suite} --model {lm} --batch-size 3")
+    cmd("eval sg tg", f"eval sg data/suites3 --model {tg}", BEAM, "--no-progress --out runs/tg/results/sg")
+    cmd("error: eval sg neither input", f"eval sg {suite}")
+    cmd(
+        "error: eval sg broken suite",
+        "eval sg small/broken-suite.json --region-values data/region-values.json",
+    )
+    cmd(
+        "error: eval sg --device with region values",
+        f"eval sg {suite} --region-values data/region-values.json --device cuda",
+    )
+    cmd("eval parse", "eval parse --gold small/gold.trees --pred small/pred.trees --gold-tags")
+    cmd(
+        "eval parse --json --out",
+        "eval parse --gold small/gold.trees --pred small/pred.trees --gold-tags --json --out eval/parse.json",
+    )
+    cmd(
+        "eval parse --unlabeled",
+        "eval parse --gold small/gold.trees --pred small/pred.trees --gold-tags --unlabeled",
+    )
+    cmd(
+        "eval parse unmatched lengths",
+        "eval parse --gold small/gold.trees --pred small/pred-tagged-other.trees",
+    )
+    cmd(
+        "eval parse model parses",
+        "eval parse --gold data/test8.trees --pred parse/prpn.trees --gold-tags --json --out "
+        "runs/prpn/results/parseval.json",
+    )
+    cmd(
+        "error: eval parse fewer predictions",
+        "eval parse --gold small/gold.trees --pred small/pred-short.trees --gold-tags",
+    )
+    cmd("eval uf1 trees", "eval uf1 --gold small/uf1-gold.trees --pred small/uf1-pred.txt")
+    cmd(
+        "eval uf1 distances --json",
+        "eval uf1 --gold small/uf1-gold1.trees --distances small/uf1-distances.txt --json --out "
+        "eval/uf1.json",
+    )
+    cmd(
+        "eval uf1 model parses --per-sentence",
+        "eval uf1 --gold data/test8.trees --pred parse/prpn-words.trees --per-sentence --max-words 30 "
+        "--out runs/prpn/results/uf1.json",
+    )
+    cmd(
+        "error: eval uf1 both inputs",
+        "eval uf1 --gold small/uf1-gold.trees --distances small/uf1-distances.txt --pred small/uf1-pred.txt",
+    )
+    cmd(
+        "error: eval uf1 unquoted word",
+        "eval uf1 --gold small/uf1-gold.trees --pred small/uf1-pred-unquoted.txt",
+    )
+    cmd("eval blimp logprobs", "eval blimp --logprobs data/blimp-logprobs.jsonl --data data/blimp")
+    cmd(
+        "eval blimp logprobs --json --per-paradigm",
+        "eval blimp --logprobs data/blimp-logprobs.jsonl --data data/blimp --json --max-pairs 3",
+    )
+    cmd(
+        "eval blimp lm",
+        f"eval blimp --data data/blimp --model {lm} --no-progress --per-paradigm --out "
+        f"runs/lm/results/blimp.json",
+    )
+    cmd(
+        "eval blimp tg",
+        f"eval blimp --data data/blimp --model {tg}",
+        BEAM,
+        "--no-progress --json --paradigm anaphor_number_agreement",
+    )
+    cmd(
+        "error: eval blimp unknown paradigm",
+        "eval blimp --logprobs data/blimp-logprobs.jsonl --data data/blimp --paradigm "
+        "anaphor_number_agreemnt",
+    )
+    cmd(
+        "error: eval blimp --batch-size with logprobs",
+        "eval blimp --logprobs data/blimp-logprobs.jsonl --data data/blimp --batch-size 8",
+    )
+    cmd(
+        "eval ppl lm",
+        f"eval ppl data/sentences.txt --model {lm} --no-progress --out runs/lm/results/perplexity.json",
+    )
+    cmd("eval ppl lm treebank --json", f"eval ppl data/test8.trees --model {lm} --no-progress --json")
+    cmd(
+        "eval ppl tg beam",
+        f"eval ppl data/sentences.txt --model {tg}",
+        BEAM,
+        "--no-progress --out runs/tg/results/perplexity.json",
+    )
+    cmd("eval ppl tg gold", f"eval ppl data/test8.trees --model {tg} --method gold --no-progress --json")
+    cmd(
+        "eval ppl tg --parser",
+        f"eval ppl data/sentences.txt --model {tg} --method proposals --parser {parser} --samples 5",
+        BEAM,
+        "--limit 3 --no-progress --json",
+    )
+    cmd(
+        "eval ppl prpn",
+        f"eval ppl data/test8.trees --model {prpn} --no-progress --out runs/prpn/results/perplexity.json",
+    )
+    cmd("error: eval ppl no CUDA", f"eval ppl data/sentences.txt --model {lm} --device cuda")
+    cmd("eval gen", "eval gen --generated small/gen.txt --references small/ref.txt")
+    cmd(
+        "eval gen --json self-bleu sample",
+        "eval gen --generated small/gen.txt --self-bleu-sample 2 --json --out eval/gen.json",
+    )
+    cmd("error: eval gen invalid UTF-8", "eval gen --generated small/invalid-utf8.txt")
+    cmd(
+        "eval rt",
+        f"eval rt data/rts.tsv --model {lm} --model {tg}",
+        BEAM,
+        "--folds 2 --no-progress --out eval/rt.json",
+    )
+    cmd(
+        "eval rt --json one story",
+        f"eval rt data/rts.tsv --model {lm} --folds 2 --stories s2 --spillover 1 --no-progress --json",
+    )
+    cmd(
+        "error: eval rt beam option with gold",
+        f"eval rt data/rts.tsv --model {lm} --method gold --action-beam 6",
+    )
+    s.append(
+        Step("prepare the Natural Stories corpus", prepare=prepare_natural_stories, needs="reading_times")
+    )
+    cmd(
+        "eval rt natural stories",
+        f"eval rt rt-ns --stories 1 --model {lm} --keep-unknown --folds 2 --no-progress",
+        needs="reading_times",
+    )
 
     # reports, comparisons, the explorer page, figures
-    cmd("report", "report", "runs/lm", "runs/tg", "runs/prpn", "--out", "report")
-    cmd("report --figure-sentence --baseline", "report", "runs/lm", "runs/tg", "runs/prpn", "--out",
-        "report-figures", "--figure-sentence", SENTENCE, "--baseline", "tg")  # fmt: skip
-    cmd("report reading times", "report", "eval/rt.json", "--out", "report-rt")
-    cmd("report a folder without results", "report", "small", "--out", "report-none")
-    cmd("compare sg", "compare", "sg", "runs/lm/results/sg", "runs/tg/results/sg")
-    cmd("compare sg --json", "compare", "sg", "runs/lm", "runs/tg", "--json")
-    cmd("error: compare sg missing", "compare", "sg", "runs/lm", "runs/none")
-    cmd("view", "view", "runs/lm", "runs/tg", "runs/prpn", "--out", "view/view.html", "--limit", "3", *BEAM)
-    cmd("view --no-models", "view", "runs/lm", "runs/tg", "--out", "view/results-only.html", "--no-models")
-    cmd("view result files --sentences", "view", "runs/lm/results/perplexity.json", "runs/lm/results/sg",
-        "--out", "view/files.html", "--sentences", "data/sentences.txt", "--limit", "2")  # fmt: skip
-    cmd("error: view no run", "view", "small", "--out", "view/none.html")
-    cmd("plot surprisal", "plot", "surprisal", lm, tg, "--sentence", SENTENCE, "--out", "plots/surprisal.png", *BEAM)
-    cmd("plot distances", "plot", "distances", prpn, "--sentence", SENTENCE, "--out", "plots/distances.png")
-    cmd("plot mask", "plot", "mask", tg, "--tree", TREE, "--out", "plots/mask.png")
-    cmd("plot attention tg", "plot", "attention", tg, "--tree", TREE, "--out", "plots/attention-tg.png",
-        "--head", "1")  # fmt: skip
-    cmd("plot attention lm", "plot", "attention", lm, "--sentence", SENTENCE, "--out", "plots/attention-lm.png")
-    cmd("error: plot distances of a transformer", "plot", "distances", lm, "--sentence", SENTENCE, "--out",
-        "plots/none.png")  # fmt: skip
-    cmd("inspect probe", "inspect", "probe", tg, "--out", "probe", "--per-cell", "8", "--folds", "2",
-        "--lexicon-size", "10")  # fmt: skip
+    cmd("report", "report runs/lm runs/tg runs/prpn --out report")
+    cmd(
+        "report --figure-sentence --baseline",
+        "report runs/lm runs/tg runs/prpn --out report-figures --figure-sentence",
+        [SENTENCE],
+        "--baseline tg",
+    )
+    cmd("report reading times", "report eval/rt.json --out report-rt")
+    cmd("report a folder without results", "report small --out report-none")
+    cmd("compare sg", "compare sg runs/lm/results/sg runs/tg/results/sg")
+    cmd("compare sg --json", "compare sg runs/lm runs/tg --json")
+    cmd("error: compare sg missing", "compare sg runs/lm runs/none")
+    cmd("view", "view runs/lm runs/tg runs/prpn --out view/view.html --limit 3", BEAM)
+    cmd("view --no-models", "view runs/lm runs/tg --out view/results-only.html --no-models")
+    cmd(
+        "view result files --sentences",
+        "view runs/lm/results/perplexity.json runs/lm/results/sg --out view/files.html --sentences "
+        "data/sentences.txt --limit 2",
+    )
+    cmd("error: view no run", "view small --out view/none.html")
+    cmd(
+        "plot surprisal",
+        f"plot surprisal {lm} {tg} --sentence",
+        [SENTENCE],
+        "--out plots/surprisal.png",
+        BEAM,
+    )
+    cmd("plot distances", f"plot distances {prpn} --sentence", [SENTENCE], "--out plots/distances.png")
+    cmd("plot mask", f"plot mask {tg} --tree", [TREE], "--out plots/mask.png")
+    cmd("plot attention tg", f"plot attention {tg} --tree", [TREE], "--out plots/attention-tg.png --head 1")
+    cmd("plot attention lm", f"plot attention {lm} --sentence", [SENTENCE], "--out plots/attention-lm.png")
+    cmd(
+        "error: plot distances of a transformer",
+        f"plot distances {lm} --sentence",
+        [SENTENCE],
+        "--out plots/none.png",
+    )
+    cmd("inspect probe", f"inspect probe {tg} --out probe --per-cell 8 --folds 2 --lexicon-size 10")
 
     # sealing model files
     s.append(Step("prepare unsealed and damaged model files", prepare=prepare_seal_inputs))
-    cmd("model seal", "model", "seal", "seal/unsealed")
-    cmd("model seal again", "model", "seal", "seal/unsealed")
-    cmd("error: model seal damaged", "model", "seal", "seal/damaged")
-    cmd("error: model seal missing", "model", "seal", "seal/none")
-    cmd("error: load an unsealed model", "score", "seal/unsealed-copy", "data/sentences.txt")
+    cmd("model seal", "model seal seal/unsealed")
+    cmd("model seal again", "model seal seal/unsealed")
+    cmd("error: model seal damaged", "model seal seal/damaged")
+    cmd("error: model seal missing", "model seal seal/none")
+    cmd("error: load an unsealed model", "score seal/unsealed-copy data/sentences.txt")
 
     # the jobs
-    cmd("reproduce", "reproduce", "txl-terminals-tiny", "--out", "reproduce", "--seeds", "2", "--suites",
-        "data/suites3", "--blimp", "data/blimp", "--test-sentences", "3", *BEAM, "--batch-size", "4",
-        *sets("data.synthetic.sentences=80", "train.max_steps=2", "train.eval_every=2", "train.batch_size=16",
-              *TINY_TRANSFORMER))  # fmt: skip
-    cmd("reproduce again keeps the runs", "reproduce", "txl-terminals-tiny", "--out", "reproduce", "--seeds", "1",
-        "--suites", "data/suites3", "--test-sentences", "3", *BEAM, "--batch-size", "4",
-        *sets("data.synthetic.sentences=80", "train.max_steps=2", "train.eval_every=2", "train.batch_size=16",
-              *TINY_TRANSFORMER))  # fmt: skip
-    cmd("error: reproduce no seeds", "reproduce", "tg-tiny", "--seeds", "0", "--out", "reproduce-none")
-    cmd("quickstart --fast", "quickstart", "--out", "quickstart", "--fast", "--models", "txl-terminals",
-        "--workers", "1")  # fmt: skip
-    cmd("error: quickstart unknown model", "quickstart", "--out", "quickstart-none", "--fast", "--models", "gpt")
+    cmd(
+        "reproduce",
+        "reproduce txl-terminals-tiny --out reproduce --seeds 2 --suites data/suites3 --blimp data/blimp "
+        "--test-sentences 3",
+        BEAM,
+        "--batch-size 4",
+        sets(
+            "data.synthetic.sentences=80",
+            "train.max_steps=2",
+            "train.eval_every=2",
+            "train.batch_size=16",
+            *TINY_TRANSFORMER,
+        ),
+    )
+    cmd(
+        "reproduce again keeps the runs",
+        "reproduce txl-terminals-tiny --out reproduce --seeds 1 --suites data/suites3 --test-sentences 3",
+        BEAM,
+        "--batch-size 4",
+        sets(
+            "data.synthetic.sentences=80",
+            "train.max_steps=2",
+            "train.eval_every=2",
+            "train.batch_size=16",
+            *TINY_TRANSFORMER,
+        ),
+    )
+    cmd("error: reproduce no seeds", "reproduce tg-tiny --seeds 0 --out reproduce-none")
+    cmd("quickstart --fast", "quickstart --out quickstart --fast --models txl-terminals --workers 1")
+    cmd("error: quickstart unknown model", "quickstart --out quickstart-none --fast --models gpt")
     curve = ["--sizes", "40", "--seeds", "0", "--models", "txl-terminals,tg", "--items-per-suite", "2",
              "--min-epochs", "1", "--min-steps", "4", "--batch-size", "16", *sets(*TINY_TRANSFORMER),
              "--action-beam", "2", "--word-beam", "1", "--fast-track", "1", "--workers", "1"]  # fmt: skip
-    cmd("experiment curve", "experiment", "curve", "--out", "curve", *curve)
-    cmd("experiment curve again", "experiment", "curve", "--out", "curve", *curve)
-    cmd("error: experiment curve bad sweep key", "experiment", "curve", "--out", "curve-none", "--sizes", "40",
-        "--models", "txl-terminals", "--sweep", "model.n_layer=1,2")  # fmt: skip
-    cmd("error: experiment curve sweep without values", "experiment", "curve", "--out", "curve-none", "--sizes",
-        "40", "--models", "txl-terminals", "--sweep", "model.n_layers")  # fmt: skip
-    cmd("error: global --threads 0", "--threads", "0", "data", "stats", "small/in.mrg")
-    cmd("global --threads 1", "--threads", "1", "data", "stats", "small/in.mrg", "--json")
+    cmd("experiment curve", "experiment curve --out curve", curve)
+    cmd("experiment curve again", "experiment curve --out curve", curve)
+    cmd(
+        "error: experiment curve bad sweep key",
+        "experiment curve --out curve-none --sizes 40 --models txl-terminals --sweep model.n_layer=1,2",
+    )
+    cmd(
+        "error: experiment curve sweep without values",
+        "experiment curve --out curve-none --sizes 40 --models txl-terminals --sweep model.n_layers",
+    )
+    cmd("error: global --threads 0", "--threads 0 data stats small/in.mrg")
+    cmd("global --threads 1", "--threads 1 data stats small/in.mrg --json")
     return s
 
 
 FEW_STEPS_SETS_PRPN = sets(
-    "model.d_model=16", "model.hidden_size=16", "model.n_layers=1", "model.streams=4", "model.segment_length=10",
+    "model.d_model=16", "model.hidden_size=16", "model.n_layers=1", "model.streams=4",
+    "model.segment_length=10",
     *FEW_STEPS,
 )  # fmt: skip
 
@@ -394,7 +580,9 @@ COMMANDS = {
 # --- inputs made here ------------------------------------------------------------------------------
 
 TREES = "( (S (NP-SBJ (DT The) (NN bird)) (VP (VBZ sings) (NP (-NONE- *T*))) (. .)) )\n( (S (NP (PRP It)) (VP (VBD flew))) )\n"
-GOLD = "(S (NP (DT the) (NN bird)) (VP (VBZ sings)) (. .))\n(S (NP (PRP It)) (VP (VBD flew) (ADVP (RB away))))\n"
+GOLD = (
+    "(S (NP (DT the) (NN bird)) (VP (VBZ sings)) (. .))\n(S (NP (PRP It)) (VP (VBD flew) (ADVP (RB away))))\n"
+)
 CONLLU = (
     "# sent_id = 1\n# text = dogs bark\n"
     "1\tdogs\tdog\tNOUN\tNNS\t_\t2\tnsubj\t_\t_\n2\tbark\tbark\tVERB\tVBP\t_\t0\troot\t_\t_\n\n"
@@ -421,7 +609,10 @@ def prepare_small_inputs(work: Path) -> None:
     write(small / "bad.mrg", "(S (NP the (NN bird)))\n")
     write(small / "mixed.mrg", TREES + "(S (NP the (NN bird)))\n" + GOLD)
     write(small / "in.conllu", CONLLU)
-    write(small / "head5000.conllu", f"1\tdogs\t_\t_\t_\t_\t{'9' * 5000}\tnsubj\t_\t_\n2\tbark\t_\t_\t_\t_\t0\troot\t_\t_\n\n")
+    write(
+        small / "head5000.conllu",
+        f"1\tdogs\t_\t_\t_\t_\t{'9' * 5000}\tnsubj\t_\t_\n2\tbark\t_\t_\t_\t_\t0\troot\t_\t_\n\n",
+    )
     write(small / "gold.trees", GOLD)
     write(small / "pred.trees", "(S (NP the bird) (VP sings .))\n(S (NP It) (VP flew away))\n")
     write(small / "pred-short.trees", "(S (NP the bird) (VP sings .))\n")
@@ -432,12 +623,18 @@ def prepare_small_inputs(work: Path) -> None:
           "(S (VP (VB Stop)) (. !))\n")  # fmt: skip
     write(small / "uf1-pred.txt", '[["the", ["blue", "bird"]], ["sings", ["N", "songs"]]]\n"Stop"\n')
     write(small / "uf1-pred-unquoted.txt", '[["the", ["blue", "bird"]], ["sings", ["N", "songs"]]]\nStop\n')
-    write(small / "uf1-gold1.trees", "(S (NP (DT The) (JJ blue) (NN bird)) (VP (VBZ sings) (NP (CD 3) (NNS songs))) (. .))\n")
+    write(
+        small / "uf1-gold1.trees",
+        "(S (NP (DT The) (JJ blue) (NN bird)) (VP (VBZ sings) (NP (CD 3) (NNS songs))) (. .))\n",
+    )
     write(small / "uf1-distances.txt", "[0, 1, 0, 5, 2, 1]\n")
     write(small / "gen.txt", "the cat sat on the mat\na dog ran in the park\nthe dog sat in the park\n")
     write(small / "ref.txt", "the cat sat on the mat\na dog ran in the park\nthe cat ran on the mat\n")
     write(small / "invalid-utf8.txt", b"the cat sat\nthe \xff dog ran\n")
-    write(small / "broken-suite.json", '{"meta": {"name": "broken", "metric": "sum"}, "region_meta": {"1": "a"},')
+    write(
+        small / "broken-suite.json",
+        '{"meta": {"name": "broken", "metric": "sum"}, "region_meta": {"1": "a"},',
+    )
     write(small / "proposals-5000.txt", "9" * 5000 + "\t(S (X a))\n")
     trees = [line for line in GOLD.splitlines()] + [line.strip() for line in TREES.splitlines()]
     for name, tree in zip("abc", trees):
@@ -465,7 +662,9 @@ def prepare_synthetic_inputs(work: Path) -> None:
     write(data / "words.txt", "".join(" ".join(w for w in tree_words(line) if w not in punctuation) + "\n"
                                       for line in test[:8]))  # fmt: skip
     names = ("synthetic_number_prep", "synthetic_reflexive_src", "synthetic_npi_orc_any")
-    suites = {name: json.loads((syn / "suites" / f"{name}.json").read_text(encoding="utf-8")) for name in names}
+    suites = {
+        name: json.loads((syn / "suites" / f"{name}.json").read_text(encoding="utf-8")) for name in names
+    }
     (data / "suites3").mkdir(parents=True)
     for name in names:
         shutil.copy(syn / "suites" / f"{name}.json", data / "suites3" / f"{name}.json")
@@ -495,19 +694,38 @@ def prepare_synthetic_inputs(work: Path) -> None:
         lines = []
         for item in suite["items"]:
             by_name = {c["condition_name"]: c for c in item["conditions"]}
-            chosen = pairs or [(a, b) for a in by_name if a.startswith("match") for b in by_name
-                               if b.startswith("mismatch") and b.split("_", 1)[1:] == a.split("_", 1)[1:]]
+            chosen = pairs or [
+                (a, b)
+                for a in by_name
+                if a.startswith("match")
+                for b in by_name
+                if b.startswith("mismatch") and b.split("_", 1)[1:] == a.split("_", 1)[1:]
+            ]
             for good, bad in chosen:
                 pair = len(lines)
-                lines.append({"sentence_good": sentence(by_name[good]), "sentence_bad": sentence(by_name[bad]),
-                              "field": field, "linguistics_term": term, "UID": uid, "pairID": str(pair)})
-                logprobs.append({"UID": uid, "pairID": pair, "good": -20.0 - pair, "bad": -21.5 + 2 * (pair % 2)})
+                lines.append(
+                    {
+                        "sentence_good": sentence(by_name[good]),
+                        "sentence_bad": sentence(by_name[bad]),
+                        "field": field,
+                        "linguistics_term": term,
+                        "UID": uid,
+                        "pairID": str(pair),
+                    }
+                )
+                logprobs.append(
+                    {"UID": uid, "pairID": pair, "good": -20.0 - pair, "bad": -21.5 + 2 * (pair % 2)}
+                )
         write(data / "blimp" / f"{uid}.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
     write(data / "blimp-logprobs.jsonl", "".join(json.dumps(line) + "\n" for line in logprobs))
 
     # reading times: dev and test sentences of words alone (and a final "."), two texts
     dev = (syn / "dev.trees").read_text(encoding="utf-8").splitlines()
-    plain = [w for w in (tree_words(line) for line in dev + test) if w[-1] == "." and all(x.isalpha() for x in w[:-1])]
+    plain = [
+        w
+        for w in (tree_words(line) for line in dev + test)
+        if w[-1] == "." and all(x.isalpha() for x in w[:-1])
+    ]
     rows = ["text\tposition\ttoken\trt\tfrequency"]
     for t, text in enumerate(("s1", "s2")):
         position = 0
@@ -531,9 +749,15 @@ def prepare_english(work: Path) -> None:
     for split in ("train", "dev", "test"):
         listed = craft / "articles" / "ids" / f"craft-ids-{split}.txt"
         write(out / "craft" / "articles" / "ids" / listed.name, listed.read_text(encoding="utf-8"))
-        files = [craft / "structural-annotation" / "treebank" / "penn" / f"{i}.tree" for i in listed.read_text().split()]
+        files = [
+            craft / "structural-annotation" / "treebank" / "penn" / f"{i}.tree"
+            for i in listed.read_text().split()
+        ]
         smallest = min((f for f in files if f.is_file()), key=lambda f: (f.stat().st_size, f.name))
-        write(out / "craft" / "structural-annotation" / "treebank" / "penn" / smallest.name, smallest.read_bytes())
+        write(
+            out / "craft" / "structural-annotation" / "treebank" / "penn" / smallest.name,
+            smallest.read_bytes(),
+        )
     gum = source / "gum_const_cc"
     write(out / "gum_const_cc" / "splits.md", (gum / "splits.md").read_bytes())
     heading, splits = None, {}
@@ -573,10 +797,12 @@ def prepare_seal_inputs(work: Path) -> None:
     best = work / "runs" / "lm" / "best"
     for name in ("unsealed", "unsealed-copy", "damaged"):
         shutil.copytree(best, work / "seal" / name)
-    drop = lambda m: {k: v for k, v in m.items() if k != "tensors_sha256"}  # noqa: E731
+    drop = lambda m: {k: v for k, v in m.items() if k != "tensors_sha256"}
     for name in ("unsealed", "unsealed-copy"):
         _rewrite_safetensors(best / "model.safetensors", work / "seal" / name / "model.safetensors", drop)
-    _rewrite_safetensors(best / "model.safetensors", work / "seal" / "damaged" / "model.safetensors", dict, True)
+    _rewrite_safetensors(
+        best / "model.safetensors", work / "seal" / "damaged" / "model.safetensors", dict, True
+    )
 
 
 # --- normalisation -----------------------------------------------------------------------------------
@@ -607,11 +833,15 @@ def volatile_key(key: str) -> bool:
 
 class Normaliser:
     def __init__(self, work: Path):
-        self.paths = sorted({str(work), str(work.resolve()), str(ROOT), str(ROOT.resolve())}, key=len, reverse=True)
+        self.paths = sorted(
+            {str(work), str(work.resolve()), str(ROOT), str(ROOT.resolve())}, key=len, reverse=True
+        )
         self.names = {str(work): "<WORK>", str(work.resolve()): "<WORK>", str(ROOT): "<ROOT>",
                       str(ROOT.resolve()): "<ROOT>"}  # fmt: skip
         self.words: dict[str, str] = {}
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+        ).stdout.strip()
         if commit:
             self.words[commit] = "<COMMIT>"
         self.words[socket.gethostname()] = "<HOST>"
@@ -636,6 +866,7 @@ class Normaliser:
         descriptions and totals: how often a bar is redrawn depends on the time. Lines said or not
         by how fast the machine is (the scoring estimate shown for work of more than 10 s, the
         plain training progress line a minute) are left out. A traceback is cut to its last line."""
+        text = self.json_output(text)
         bars: set[str] = set()
         lines: list[str] = []
         for line in text.split("\n"):
@@ -669,6 +900,27 @@ class Normaliser:
             out.append(f"<progress bars: {', '.join(sorted(bars))}>")
         return out
 
+    def json_output(self, text: str) -> str:
+        """Printed JSON (``--json``; JSON lines) as printed, unless normalising its values changes
+        any (timings under a ``seconds`` key): then re-dumped normalised, indented by 2."""
+
+        def normalised(document: str, indent: int | None) -> str | None:
+            try:
+                value = json.loads(document)
+            except ValueError:
+                return None
+            replaced = self.json_value(value)
+            if replaced == self.json_value(value, replace=False):
+                return document
+            return json.dumps(replaced, indent=indent, ensure_ascii=False)
+
+        stripped = text.strip()
+        if stripped[:1] in ("{", "[") and (whole := normalised(stripped, 2)) is not None:
+            return text if whole == stripped else whole + "\n"
+        return "\n".join(
+            (normalised(line, None) or line) if line.startswith("{") else line for line in text.split("\n")
+        )
+
     def json_value(self, value: Any, replace: bool = True) -> Any:
         """A JSON value normalised: volatile keys' values replaced, strings normalised as text, a
         string holding JSON (safetensors metadata) read. ``replace=False``: read, nothing replaced."""
@@ -698,7 +950,7 @@ class Normaliser:
         rows = []
         for line in lines[1:]:
             cells = line.split(delimiter)
-            rows.append(delimiter.join("<VOLATILE>" if k in masked and cells[k] else c for k, c in enumerate(cells)))
+            rows.append(delimiter.join("<VOLATILE>" if k in masked and c else c for k, c in enumerate(cells)))
         return "\n".join([lines[0], *rows])
 
 
@@ -711,6 +963,27 @@ class Unchanged:
 
     def text(self, text: str) -> str:
         return text
+
+    def json_output(self, text: str) -> str:
+        """Printed JSON (``--json``; JSON lines) as printed, unless normalising its values changes
+        any (timings under a ``seconds`` key): then re-dumped normalised, indented by 2."""
+
+        def normalised(document: str, indent: int | None) -> str | None:
+            try:
+                value = json.loads(document)
+            except ValueError:
+                return None
+            replaced = self.json_value(value)
+            if replaced == self.json_value(value, replace=False):
+                return document
+            return json.dumps(replaced, indent=indent, ensure_ascii=False)
+
+        stripped = text.strip()
+        if stripped[:1] in ("{", "[") and (whole := normalised(stripped, 2)) is not None:
+            return text if whole == stripped else whole + "\n"
+        return "\n".join(
+            (normalised(line, None) or line) if line.startswith("{") else line for line in text.split("\n")
+        )
 
     def json_value(self, value: Any, replace: bool = True) -> Any:
         return self.norm.json_value(value, replace=False)
@@ -760,7 +1033,7 @@ def describe_file(path: Path, norm: Normaliser) -> dict[str, Any]:
     return entry
 
 
-JSON_SCRIPT = re.compile(r"(<script[^>]*application/json[^>]*>)(.*?)(</script>)", re.S)
+JSON_SCRIPT = re.compile(r"(<script[^>]*application/json[^>]*>)(.*?)(</script>)", re.DOTALL)
 
 
 def normalise_json_text(text: str, norm: Normaliser) -> str:
@@ -776,13 +1049,17 @@ def normalise_text_file(path: Path, text: str, norm: Normaliser) -> str:
             if path.suffix == ".json":
                 return json.dumps(norm.json_value(json.loads(text)), indent=1, ensure_ascii=False) + "\n"
             return "".join(
-                json.dumps(norm.json_value(json.loads(line)), ensure_ascii=False) + "\n" if line.strip() else "\n"
+                json.dumps(norm.json_value(json.loads(line)), ensure_ascii=False) + "\n"
+                if line.strip()
+                else "\n"
                 for line in text.splitlines()
             )
         except ValueError:
             pass
     if path.suffix == ".html":  # the explorer page: its data (JSON) re-indented, one value a line
-        return JSON_SCRIPT.sub(lambda found: found[1] + "\n" + normalise_json_text(found[2], norm) + found[3], text)
+        return JSON_SCRIPT.sub(
+            lambda found: found[1] + "\n" + normalise_json_text(found[2], norm) + found[3], text
+        )
     if path.suffix in (".csv", ".tsv"):
         text = norm.csv(text, "," if path.suffix == ".csv" else "\t")
     return norm.text(text)
@@ -793,7 +1070,12 @@ def describe_safetensors(raw: bytes, norm: Normaliser) -> dict[str, Any]:
         (n,) = struct.unpack("<Q", raw[:8])
         header = json.loads(raw[8 : 8 + n])
     except (struct.error, ValueError):
-        return {"kind": "binary", "bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest(), "volatile": False}
+        return {
+            "kind": "binary",
+            "bytes": len(raw),
+            "sha256": hashlib.sha256(raw).hexdigest(),
+            "volatile": False,
+        }
     metadata = header.pop("__metadata__", {})
     normalised = norm.json_value(metadata)
     data = raw[8 + n :]
@@ -842,15 +1124,16 @@ sys.__stdout__.write(json.dumps(results))
 --help of every command: a second each on their own): a JSON list of exit codes and outputs."""
 
 
-def run_helps(python: str, argvs: list[list[str]], work: Path, env: dict[str, str], timeout: int) -> list[dict]:
+def run_helps(
+    python: str, argvs: list[list[str]], work: Path, env: dict[str, str], timeout: int
+) -> list[dict]:
     done = subprocess.run(
         [python, "-c", HELP_RUNNER], input=json.dumps(argvs), cwd=work, env=env, capture_output=True,
-        text=True, timeout=timeout,
+        text=True, timeout=timeout, check=False,
     )  # fmt: skip
     if done.returncode != 0:
         sys.exit(f"error: the --help runner failed:\n{done.stderr}")
     return json.loads(done.stdout)
-
 
 
 def snapshot(work: Path) -> dict[str, tuple[int, int, int]]:
@@ -900,7 +1183,9 @@ def versions(python: str) -> dict[str, str]:
         "        out[name] = None\n"
         "print(json.dumps(out))\n"
     )
-    done = subprocess.run([python, "-c", code], capture_output=True, text=True, env=environment(python))
+    done = subprocess.run(
+        [python, "-c", code], capture_output=True, text=True, check=False, env=environment(python)
+    )
     try:
         return json.loads(done.stdout)
     except ValueError:
@@ -919,8 +1204,12 @@ def record(out: Path, workdir: Path | None, python: str, only: str | None, timeo
         keep = True
     norm = Normaliser(work)
     env = environment(python)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True, check=False
+    ).stdout
     result: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
@@ -972,6 +1261,7 @@ def record(out: Path, workdir: Path | None, python: str, only: str | None, timeo
                         capture_output=True,
                         timeout=timeout,
                         stdin=subprocess.DEVNULL,
+                        check=False,
                     )
                     entry["exit_code"] = done.returncode
                     entry["stdout"] = norm.stream(done.stdout.decode("utf-8", "backslashreplace"))
@@ -1064,10 +1354,12 @@ def compare(before: Path, after: Path, most: int) -> int:
                 print(f"   {line}")
     for r, label in zip(records, ("before", "after")):
         about = r["about"]
-        print(f"{label}: commit {about['commit'][:12]}{' (with changes)' if about.get('uncommitted_changes') else ''},"
+        changes = " (with changes)" if about.get("uncommitted_changes") else ""
+        print(f"{label}: commit {about['commit'][:12]}{changes},"
               f" {len(r['steps'])} steps, {about.get('seconds')} s")  # fmt: skip
-    if records[0]["about"].get("versions") != records[1]["about"].get("versions"):
-        print(f"note: other versions: {records[0]['about'].get('versions')} -> {records[1]['about'].get('versions')}")
+    versions = [r["about"].get("versions") for r in records]
+    if versions[0] != versions[1]:
+        print(f"note: other versions: {versions[0]} -> {versions[1]}")
     print(f"{differing} of {len(names)} steps differ" if differing else f"all {len(names)} steps alike")
     return 1 if differing else 0
 
@@ -1077,8 +1369,12 @@ def main() -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     rec = commands.add_parser("record", help="run the commands and write a record")
     rec.add_argument("--out", type=Path, required=True, help="the record (JSON) to write")
-    rec.add_argument("--workdir", type=Path, help="an empty folder to run in, kept afterwards (default: a temporary one)")
-    rec.add_argument("--python", default=sys.executable, help="the Python that runs syntaxlm (default: this one)")
+    rec.add_argument(
+        "--workdir", type=Path, help="an empty folder to run in, kept afterwards (default: a temporary one)"
+    )
+    rec.add_argument(
+        "--python", default=sys.executable, help="the Python that runs syntaxlm (default: this one)"
+    )
     rec.add_argument("--only", help="only the steps whose names contain this text")
     rec.add_argument("--timeout", type=int, default=600, help="seconds a command may run")
     cmp = commands.add_parser("compare", help="print how two records differ; exit 1 when they do")

@@ -17,8 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from syntaxlm.exports import lazy_exports
-
-__version__ = "0.1.0"
+from syntaxlm.version import __version__
 
 # name -> the module it lives in
 _EXPORTS = {

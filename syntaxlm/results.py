@@ -19,9 +19,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from syntaxlm import __version__
 from syntaxlm.errors import InputFormatError
 from syntaxlm.files import atomic_writer, json_path, read_json, sha256_file
+from syntaxlm.version import __version__
 
 
 @cache

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from syntaxlm import __version__
 from syntaxlm.errors import DownloadError, SyntaxlmError
 from syntaxlm.files import sha256_file
+from syntaxlm.version import __version__
 
 MIRROR_VARIABLE = "SYNTAXLM_DOWNLOAD_MIRROR"
 """Environment variable holding a mirror base URL, used when ``download`` gets no ``mirror``."""

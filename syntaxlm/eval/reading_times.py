@@ -513,6 +513,33 @@ def read_rt_table(
     ``texts``: only these texts."""
     path = Path(path)
     table = _Table(path, TSV_COLUMNS, "a row per displayed token")
+    _check_predictors(table, predictors, path)
+    has_sentences = "sentence" in table.header
+    rows = _rows_by_text(table, predictors, path, has_sentences)
+    if texts is not None:
+        missing = [text for text in texts if text not in rows]
+        if missing:
+            raise ReadingTimeFormatError(
+                f"no text {', '.join(map(repr, missing))}",
+                path=path,
+                expected=f"texts among {', '.join(rows)}",
+            )
+        rows = {text: rows[text] for text in texts}
+    tokens, sentences = _tokens_and_sentences(rows, has_sentences)
+    return ReadingCorpus(
+        layout="tsv",
+        tokens=tokens,
+        sentences=sentences,
+        inputs={"rts": path},
+        rt_measure="rt (ms, one value per token)",
+        frequency_source="the frequency column",
+        predictors=tuple(predictors),
+        alignment=alignment_summary(tokens, sentences),
+    )
+
+
+def _check_predictors(table: _Table, predictors: Sequence[str], path: Path) -> None:
+    """The further predictors asked for are columns of the table, and not the analysis' own."""
     unknown = [name for name in predictors if name not in table.header]
     if unknown:
         raise ReadingTimeFormatError(
@@ -529,7 +556,12 @@ def read_rt_table(
             line=1,
             expected="further predictors of other columns",
         )
-    has_sentences = "sentence" in table.header
+
+
+def _rows_by_text(
+    table: _Table, predictors: Sequence[str], path: Path, has_sentences: bool
+) -> dict[str, list[tuple[int, int, dict[str, Any]]]]:
+    """Each text's rows as ``(position, line, values)``, checked, in the file's order."""
     rows: dict[str, list[tuple[int, int, dict[str, Any]]]] = {}
     seen: dict[tuple[str, int], int] = {}
     for number, row in table.rows():
@@ -570,15 +602,14 @@ def read_rt_table(
         raise ReadingTimeFormatError(
             "no rows after the header", path=path, expected="a row per displayed token"
         )
-    if texts is not None:
-        missing = [text for text in texts if text not in rows]
-        if missing:
-            raise ReadingTimeFormatError(
-                f"no text {', '.join(map(repr, missing))}",
-                path=path,
-                expected=f"texts among {', '.join(rows)}",
-            )
-        rows = {text: rows[text] for text in texts}
+    return rows
+
+
+def _tokens_and_sentences(
+    rows: dict[str, list[tuple[int, int, dict[str, Any]]]], has_sentences: bool
+) -> tuple[list[Token], list[Sentence]]:
+    """The tokens of each text in position order, and its sentences: by the sentence column, else
+    ended by a token that ends one."""
     tokens: list[Token] = []
     sentences: list[Sentence] = []
     for text, entries in rows.items():
@@ -612,16 +643,7 @@ def read_rt_table(
                 words_of = [(word, i) for i in current for word in tokens[i].words]
                 sentences.append(Sentence(text, tuple(w for w, _ in words_of), tuple(i for _, i in words_of)))
                 current = []
-    return ReadingCorpus(
-        layout="tsv",
-        tokens=tokens,
-        sentences=sentences,
-        inputs={"rts": path},
-        rt_measure="rt (ms, one value per token)",
-        frequency_source="the frequency column",
-        predictors=tuple(predictors),
-        alignment=alignment_summary(tokens, sentences),
-    )
+    return tokens, sentences
 
 
 def read_reading_corpus(

@@ -29,7 +29,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from syntaxlm import __version__
 from syntaxlm.errors import InputFormatError
 from syntaxlm.files import atomic_writer
 from syntaxlm.jobs.costs import TRAIN_WEIGHT, evaluation_weight
@@ -41,6 +40,7 @@ from syntaxlm.jobs.recipes import recipe_on_splits
 from syntaxlm.jobs.stages import Stages, clock
 from syntaxlm.jobs.training import train_and_evaluate
 from syntaxlm.models import model_class
+from syntaxlm.version import __version__
 
 SPLITS = ("train", "dev", "test")
 

@@ -246,7 +246,20 @@ def tg_sequences(
     depth[starts[:-1]] = 0
     if variant == "txl-trees":
         return _causal(variant, starts, seq_ids, types, words, depth)
+    return _with_compose(variant, starts, seq_ids, types, words, depth)
 
+
+def _with_compose(
+    variant: Variant,
+    starts: np.ndarray,
+    seq_ids: np.ndarray,
+    types: np.ndarray,
+    words: np.ndarray,
+    depth: np.ndarray,
+) -> TGSequences:
+    """TG's sequences from the trees' action sequences (``tg_sequences``): every closer doubled,
+    and when each token is popped from the stack (TG §2.1, Algorithm 1)."""
+    is_closer = types == CLOSING_NT
     # Duplicate closers: copy 1 is COMPOSE (label PAD), copy 2 is STACK (CLOSING_NT_2).
     repeat = 1 + is_closer
     first_copy = np.cumsum(repeat) - repeat  # position of each token's first copy

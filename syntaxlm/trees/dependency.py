@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import operator
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -200,12 +200,38 @@ class ConlluReader:
         return tree
 
 
+Failure = Callable[..., ConlluFormatError]  # a sentence's error at a line (and column)
+
+
 def _parse_sentence(block: list[tuple[int, str]], path: str, sentence: int) -> DepTree:
     def fail(problem: str, lineno: int, column: int | None = None, expected: str | None = None):
         return ConlluFormatError(
             problem, path=path, line=lineno, column=column, sentence=sentence, expected=expected
         )
 
+    comments, rows, lines = _token_lines(block, fail)
+    words, multiword, empty = _words_and_nodes(rows, lines, fail)
+    heads = _heads(words, multiword, rows, lines, fail)
+    _check_tree(heads, fail, words)
+    return DepTree(
+        words=tuple(t["form"] for _, t in words),
+        heads=tuple(heads),
+        relations=tuple(t["deprel"] for _, t in words),
+        lemmas=tuple(t["lemma"] for _, t in words),
+        upos=tuple(t["upos"] for _, t in words),
+        xpos=tuple(t["xpos"] for _, t in words),
+        feats=tuple(t["feats"] for _, t in words),
+        deps=tuple(t["deps"] for _, t in words),
+        misc=tuple(t["misc"] for _, t in words),
+        multiword_tokens=tuple(multiword),
+        empty_nodes=tuple(empty),
+        comments=tuple(comments),
+    )
+
+
+def _token_lines(block: list[tuple[int, str]], fail: Failure):
+    """The sentence's comments, its token lines read by ``conllu`` (with their line numbers) and
+    the token lines' text by number, each line checked where it stands."""
     comments: list[str] = []
     rows: list[tuple[int, conllu.models.Token]] = []
     lines: dict[int, str] = {}  # token lines by number, for error columns and empty nodes
@@ -247,7 +273,11 @@ def _parse_sentence(block: list[tuple[int, str]], path: str, sentence: int) -> D
         lines[lineno] = line
     if not rows:
         raise fail("sentence has comments but no token lines", block[-1][0], None, "token lines")
+    return comments, rows, lines
 
+
+def _words_and_nodes(rows: list, lines: dict[int, str], fail: Failure):
+    """The syntactic words (ids 1..n in order), the multiword tokens and the empty nodes."""
     words: list[tuple[int, conllu.models.Token]] = []
     multiword: list[MultiwordToken] = []
     empty: list[EmptyNode] = []
@@ -276,6 +306,11 @@ def _parse_sentence(block: list[tuple[int, str]], path: str, sentence: int) -> D
                     f"empty node {major}.{token_id[2]} out of place", lineno, 1, f"an id {len(words)}.N"
                 )
             empty.append(EmptyNode(f"{major}.{token_id[2]}", tuple(lines[lineno].split("\t")[1:])))
+    return words, multiword, empty
+
+
+def _heads(words: list, multiword: list, rows: list, lines: dict[int, str], fail: Failure) -> list[int]:
+    """Each word's head, checked: an integer from 0 to n, not the word itself."""
     n = len(words)
     if n == 0:
         raise fail("sentence has no syntactic words", rows[0][0], 1, "word lines with integer ids")
@@ -297,21 +332,7 @@ def _parse_sentence(block: list[tuple[int, str]], path: str, sentence: int) -> D
         if head == token["id"]:
             raise fail(f"word {head} is its own head", lineno, _head_column(lines[lineno]))
         heads.append(head)
-    _check_tree(heads, fail, words)
-    return DepTree(
-        words=tuple(t["form"] for _, t in words),
-        heads=tuple(heads),
-        relations=tuple(t["deprel"] for _, t in words),
-        lemmas=tuple(t["lemma"] for _, t in words),
-        upos=tuple(t["upos"] for _, t in words),
-        xpos=tuple(t["xpos"] for _, t in words),
-        feats=tuple(t["feats"] for _, t in words),
-        deps=tuple(t["deps"] for _, t in words),
-        misc=tuple(t["misc"] for _, t in words),
-        multiword_tokens=tuple(multiword),
-        empty_nodes=tuple(empty),
-        comments=tuple(comments),
-    )
+    return heads
 
 
 def _field_column(columns: list[str], index: int) -> int:

@@ -50,7 +50,6 @@ from typing import Any
 
 import numpy as np
 
-from syntaxlm import __version__
 from syntaxlm.errors import InputFormatError, SyntaxlmError
 from syntaxlm.files import read_json
 from syntaxlm.report.evaluations import suite_scoring
@@ -75,6 +74,7 @@ from syntaxlm.results import (
     read_checked_result,
     text,
 )
+from syntaxlm.version import __version__
 
 FORMAT = "syntaxlm-view 1"
 DEFAULT_SENTENCES = 20

@@ -11,7 +11,6 @@ from collections.abc import Iterator, Sequence
 from itertools import islice
 from pathlib import Path
 
-from syntaxlm import __version__
 from syntaxlm.data.lexicon import LEXICON, Lexicon
 from syntaxlm.data.synthetic.grammar import MAX_WORDS, REFLEXIVES, Grammar, closed_class_words, derive_seed
 from syntaxlm.data.synthetic.suites import SUITE_DESIGNS, GeneratedSuite, build_suite
@@ -19,6 +18,7 @@ from syntaxlm.files import atomic_writer, no_space_reported, sha256_file
 from syntaxlm.memory import check_size
 from syntaxlm.trees.ptb import write_trees
 from syntaxlm.trees.tree import Tree
+from syntaxlm.version import __version__
 
 TREE_BYTES = 4096  # memory a generated tree takes while the treebank is written (about 1.9 KB measured)
 

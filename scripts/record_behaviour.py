@@ -965,25 +965,8 @@ class Unchanged:
         return text
 
     def json_output(self, text: str) -> str:
-        """Printed JSON (``--json``; JSON lines) as printed, unless normalising its values changes
-        any (timings under a ``seconds`` key): then re-dumped normalised, indented by 2."""
-
-        def normalised(document: str, indent: int | None) -> str | None:
-            try:
-                value = json.loads(document)
-            except ValueError:
-                return None
-            replaced = self.json_value(value)
-            if replaced == self.json_value(value, replace=False):
-                return document
-            return json.dumps(replaced, indent=indent, ensure_ascii=False)
-
-        stripped = text.strip()
-        if stripped[:1] in ("{", "[") and (whole := normalised(stripped, 2)) is not None:
-            return text if whole == stripped else whole + "\n"
-        return "\n".join(
-            (normalised(line, None) or line) if line.startswith("{") else line for line in text.split("\n")
-        )
+        """Printed JSON as printed (``Normaliser.json_output`` with nothing replaced)."""
+        return text
 
     def json_value(self, value: Any, replace: bool = True) -> Any:
         return self.norm.json_value(value, replace=False)

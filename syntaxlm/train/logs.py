@@ -14,6 +14,8 @@ from typing import Any
 
 from tqdm import tqdm
 
+from syntaxlm.inference.estimate import duration
+
 LOG_FILE = "log.csv"
 PLAIN_PROGRESS_SECONDS = 60.0
 COLUMNS = (
@@ -131,10 +133,10 @@ class RunLog:
         if tokens_per_s is not None:
             line += f", {tokens_per_s:.0f} tok/s"
         elapsed = time.monotonic() - self._started
-        line += f"; {_minutes(elapsed)} so far"
+        line += f"; {duration(elapsed)} so far"
         taken = self._step - self._start_step  # in this process: a resumed run's pace is its own
         if taken > 0 and self._step < self._total_steps:
-            line += f", about {_minutes(elapsed * (self._total_steps - self._step) / taken)} left"
+            line += f", about {duration(elapsed * (self._total_steps - self._step) / taken)} left"
         return line
 
     def note(self, text: str) -> None:
@@ -156,10 +158,6 @@ class RunLog:
         if self._csv is not None:
             self._csv.close()
             self._csv = None
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
 def _cell(value: Any) -> str:

@@ -48,6 +48,7 @@ class ToyDecoder(Decoder):
         self.forbid = list(forbid)
         self.rows: list[tuple[int, ...]] = []
         self.calls = {"logprobs": 0, "advance": 0}
+        self.rows_advanced = 0
 
     def _start(self, n: int) -> None:
         self.rows = [()] * n
@@ -66,6 +67,7 @@ class ToyDecoder(Decoder):
 
     def _advance(self, parents, tokens) -> None:
         self.calls["advance"] += 1
+        self.rows_advanced += len(parents)
         rows = []
         for parent, token in zip(parents.tolist(), tokens.tolist()):
             if token == KEEP:
@@ -257,6 +259,60 @@ def test_sentences_of_a_batch_are_searched_independently_with_one_call_per_round
         # the same numbers.
         np.testing.assert_allclose(alone.prefix_logprobs, joint.prefix_logprobs, rtol=0, atol=1e-9)
         assert alone.best == joint.best
+
+
+def _same_search(found, alone):
+    np.testing.assert_allclose(found.prefix_logprobs, alone.prefix_logprobs, rtol=0, atol=1e-9)
+    assert found.logprob == pytest.approx(alone.logprob, abs=1e-9) or found.logprob == alone.logprob
+    assert found.best == alone.best
+    assert (found.exhausted_pieces, found.forced_pieces) == (alone.exhausted_pieces, alone.forced_pieces)
+
+
+@pytest.mark.parametrize("forbid", [(), ("y",)])
+def test_a_prefix_shared_by_sentences_of_a_batch_is_searched_once(forbid):
+    """Sentences that begin alike (one a prefix of another, the same sentence twice, a leader
+    sharing less with its own leader) get what each gets alone, forced pieces included, while the
+    decoder advances fewer hypotheses than the searches alone do together."""
+    model = ToyModel("choe-charniak", seed=2)
+    model.options["forbid"] = [model.vocab.index(w) for w in forbid]
+    words = [["x", "y", "z", "x"], ["x", "y", "z", "y"], ["x", "y"], ["x", "y", "z", "x"], ["x", "z"], ["y"]]
+    sentences = [model.ids(s) for s in words]
+    settings = BeamSettings(8, 3, 2, max_open=3, max_openers=2)
+    together = search_pieces(model.action_grammar(), model.decoder, sentences, settings)
+    shared_rows = model.decoders[-1].rows_advanced
+    alone_rows = 0
+    for sentence, pieces, found in zip(words, sentences, together):
+        alone = search_pieces(model.action_grammar(), model.decoder, [pieces], settings)[0]
+        alone_rows += model.decoders[-1].rows_advanced
+        _same_search(found, alone)
+        assert found.forced_pieces == (sentence.count("y") if forbid else 0)
+    assert shared_rows < 0.7 * alone_rows
+
+
+def test_the_same_pieces_read_as_other_words_share_no_prefix():
+    """Pieces are shared only with their word starts: a continuation piece is searched without
+    opening or closing before it, so the same ids split differently are a different prefix."""
+    model = ToyModel("choe-charniak", seed=3)
+    pieces = model.ids(["x", "y", "z"])
+    starts = [[True, True, True], [True, False, True]]
+    settings = BeamSettings(8, 3, 2, max_open=3, max_openers=2)
+    grammar = model.action_grammar()
+    together = search_pieces(grammar, model.decoder, [pieces, pieces], settings, word_starts=starts)
+    for found, start in zip(together, starts):
+        alone = search_pieces(grammar, model.decoder, [pieces], settings, word_starts=[start])[0]
+        _same_search(found, alone)
+    assert together[0].logprob != together[1].logprob
+
+
+def test_sentences_whose_shared_prefix_no_state_can_reach_fail_together():
+    """With every opener forbidden an RNNG-style grammar cannot place the first word (it needs an
+    open constituent): the leader fails at its first piece, and so do the sentences sharing it."""
+    model = ToyModel("rnng", seed=1)
+    model.options["forbid"] = sorted(model.action_grammar().open_label)
+    sentences = [model.ids(s) for s in (["x", "y"], ["x", "y", "z"], ["x", "z"], ["y"])]
+    for found in search_pieces(model.action_grammar(), model.decoder, sentences):
+        assert found.logprob == -np.inf and found.best is None
+        assert len(found.prefix_logprobs) == 0 or np.isneginf(found.prefix_logprobs).all()
 
 
 # --- every held prefix is valid (property test) --------------------------------------------------------

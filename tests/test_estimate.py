@@ -20,6 +20,7 @@ from syntaxlm.inference.estimate import (
     first_sentences,
     timed_first,
 )
+from syntaxlm.inference.sentences import searched_words
 from syntaxlm.models import build_model
 from syntaxlm.text.build import build_vocabulary
 from syntaxlm.trees.clean import CHOE_CHARNIAK_CLEANING
@@ -79,6 +80,18 @@ def test_the_message_says_how_long_and_how_to_shorten_long_work():
     assert suites.endswith("; to make it shorter: fewer suites per command") and "--limit" not in suites
     assert "shorter" not in estimate_message(pace, sentences=400, words=3000, beam=None, limit=None)
     assert [duration(s) for s in (4.2, 89, 91, 3600 + 5 * 60)] == ["4 s", "89 s", "2 min", "1 h 5 min"]
+
+
+def test_the_beam_searches_a_prefix_common_to_sentences_of_a_batch_once():
+    sentences = [["a", "b", "c"], ["q"], ["a", "b", "d"], ["a", "x"], ["a", "b", "c"]]
+    # In order: a b c, a b c, a b d, a x, q; each shares 3, 2, 1 and 0 words with the one before.
+    assert searched_words(sentences, 16) == 12 - 6
+    assert searched_words(sentences, 1) == 12  # alone, nothing is shared
+    assert searched_words(sentences, 2) == 12 - 3 - 1  # batches: (a b c, a b c), (a b d, a x), (q)
+    # The message's time is that of the words searched, its word count that of the sentences.
+    pace = InferenceEstimate(sentences=2, words=20, seconds=20.0)
+    message = estimate_message(pace, sentences=40, words=400, beam=PAPER_BEAM, limit=LIMIT, work=80)
+    assert message.startswith("estimate: about 80 s for 40 sentences (400 words)")
 
 
 @pytest.fixture(scope="module")

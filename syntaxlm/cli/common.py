@@ -48,16 +48,26 @@ SUITES_HINT = "fewer suites per command (each suite's result is written as it is
 STORIES_HINT = "fewer stories (--stories 1,2)"
 
 
-def _estimate_teller(sentences: list[list[str]], beam=None, limit: str | None = LIMIT_HINT):
+def _estimate_teller(
+    sentences: list[list[str]], beam=None, limit: str | None = LIMIT_HINT, *, batch_size: int = 16
+):
     """An ``on_estimate`` for scoring ``sentences`` with a joint model: says on stderr how long the
     whole will take, and for long work how to shorten it (``inference.estimate``); ``beam``: the
-    beam search's settings when it is the method; ``limit``: how the command scores less."""
+    beam search's settings when it is the method, searching ``batch_size`` sentences at a time;
+    ``limit``: how the command scores less."""
     from syntaxlm.inference.estimate import estimate_message
+    from syntaxlm.inference.sentences import searched_words
 
     words = sum(map(len, sentences))
 
     def tell(estimate) -> None:
-        message = estimate_message(estimate, sentences=len(sentences), words=words, beam=beam, limit=limit)
+        work = None
+        if beam is not None:  # a prefix common to sentences of a batch is searched once
+            first = searched_words(sentences[: estimate.sentences], batch_size)
+            work = estimate.words * searched_words(sentences, batch_size) / max(first, 1)
+        message = estimate_message(
+            estimate, sentences=len(sentences), words=words, beam=beam, limit=limit, work=work
+        )
         if message is not None:
             typer.secho(message, err=True, fg=typer.colors.YELLOW)
 
@@ -68,7 +78,7 @@ def _estimate_before(scorer, sentences: list[list[str]], limit: str | None = LIM
     """Have ``scorer``, when its model is joint, say how long scoring ``sentences`` will take."""
     if scorer.joint:
         beam = scorer.beam if scorer.method == "beam" else None
-        scorer.on_estimate = _estimate_teller(sentences, beam, limit)
+        scorer.on_estimate = _estimate_teller(sentences, beam, limit, batch_size=scorer.batch_size)
 
 
 def _sentences_to_score(

@@ -205,7 +205,9 @@ def parse_command(
             parser=None if parser is None else load_parser(parser),
             samples=300 if samples is None else samples, seed=seed,
             beam=settings, batch_size=batch_size, progress=progress,
-            on_estimate=_estimate_teller(words, settings if method != ParseMethod.rerank else None),
+            on_estimate=_estimate_teller(
+                words, settings if method != ParseMethod.rerank else None, batch_size=batch_size
+            ),
         )  # fmt: skip
     if out is None:
         typer.echo("\n".join(tree.to_bracket() for tree in trees))

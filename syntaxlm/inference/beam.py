@@ -39,7 +39,11 @@ Departures from the authors' code, each fixing one of its bugs (REFERENCE_NOTES)
   probability zero) the best current states are forced to generate it at a floor log-probability
   (``FORCED_LOGPROB``) and ``forced_pieces`` counts it.
 - **no re-encoding**: hypotheses live in the model's incremental ``Decoder``; every expansion round
-  of every sentence of a batch is one ``logits`` and one ``advance`` call.
+  of every sentence of a batch is one ``advance`` call (and one ``logits`` call per block of rows).
+- **shared prefixes**: the search of piece ``k`` reads pieces ``≤ k`` only, so sentences of a batch
+  that begin alike (SyntaxGym's conditions, BLiMP's pairs) search their common prefix once: a
+  sentence starts from the word beam of the earlier sentence it shares most pieces with, handed
+  over after those pieces (``shared_prefixes``), and gets the numbers it would get alone.
 
 A waiting state (in ``next`` while other states are expanded) must stay unchanged while others
 grow, so prefixes of different lengths live side by side in one decoder (``HeldPrefixes``):
@@ -65,8 +69,9 @@ from syntaxlm.inference.sentences import (
     EncodedSentence,
     SentenceScores,
     build_tree,
+    common_prefix,
     encode_sentence,
-    piece_batches,
+    prefix_batches,
 )
 from syntaxlm.models.decoding import KEEP, ActionGrammar, Decoder
 from syntaxlm.models.scoring import evaluating
@@ -81,6 +86,12 @@ FORCED_LOGPROB = -1000.0
 # search's and the decoder's bookkeeping (parser states, masks, coordinates, the history of nodes).
 HYPOTHESIS_SLOTS = 16
 HYPOTHESIS_OVERHEAD = 4096
+
+# Logits per block of rows on the CPU (``_Search._logprobs``): 2**20 float32 values are 4 MB, 54
+# rows of a 19,200-word vocabulary, which stay in cache while their normaliser and candidates are
+# read; the logits of all 1,600 rows of a round are 120 MB that the allocator maps afresh each
+# round (docs/performance.md).
+LOGITS_BLOCK_ELEMENTS = 2**20
 
 # Roles of a held hypothesis in the search.
 CURRENT, NEXT, FINISH = 0, 1, 2
@@ -128,6 +139,11 @@ class HeldPrefixes:
         self.keeps = self.decoder.supports_keep
         self._device: torch.device | None = None
 
+    @property
+    def device(self) -> torch.device:
+        """Where the decoder's logits live (known after the first ``logits``; the CPU before)."""
+        return self._device or torch.device("cpu")
+
     def logits(self, rows: np.ndarray) -> Tensor:
         """``[len(rows), V]``: the decoder's next-token logits (``Decoder.logits``) after the held
         prefixes ``rows``."""
@@ -168,6 +184,20 @@ class PieceBeam:
 
 
 @dataclass
+class _Handover:
+    """A leader's word beam after the pieces it shares with a follower: the new hypotheses (parent
+    rows, tokens, scores) and the leader's record of those pieces."""
+
+    parent: np.ndarray
+    token: np.ndarray
+    score: np.ndarray
+    prefix: list[float]
+    exhausted: int
+    forced: int
+    rounds: int
+
+
+@dataclass
 class _Sentence:
     pieces: np.ndarray
     k: int = 0
@@ -179,6 +209,12 @@ class _Sentence:
     rounds: int = 0
     failed: bool = False
     starts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    # Sharing a prefix with an earlier sentence of the batch (``shared_prefixes``): the sentence
+    # leading it, how many pieces they share, and the word beam the leader hands over after them
+    # (``_Handover``) until the next round starts this sentence from it.
+    leader: int | None = None
+    shared: int = 0
+    start: _Handover | None = None
 
     @property
     def finishing(self) -> bool:
@@ -241,36 +277,73 @@ def search_pieces(
         state.append(_Sentence(pieces, starts=starts))
     if not state:
         return []
-    held = HeldPrefixes(make_decoder, len(state))
+    same = {}
+    for i, (leader, shared) in enumerate(shared_prefixes([(s.pieces, s.starts) for s in state])):
+        if leader is not None and shared == len(state[i].pieces) == len(state[leader].pieces):
+            same[i] = leader  # the same sentence again: its leader's result
+        elif leader is not None:
+            state[i].leader, state[i].shared = leader, shared
+    searched = [i for i in range(len(state)) if i not in same]
+    roots = [i for i in searched if state[i].leader is None]
+    held = HeldPrefixes(make_decoder, len(roots))
     if space.tree and not held.keeps:
         raise InferenceError("a search over trees needs a decoder that keeps prefixes (supports_keep)")
-    search = _Search(space, settings, state, held, renormalise=renormalise)
+    sentences = [state[i] for i in searched]
+    position = {i: p for p, i in enumerate(searched)}
+    for sentence in sentences:
+        if sentence.leader is not None:
+            sentence.leader = position[sentence.leader]
+    roots = np.array([position[i] for i in roots], dtype=np.int64)
+    search = _Search(space, settings, sentences, held, roots, renormalise=renormalise)
     with torch.no_grad():
         while search.round():
             pass
-    return [search.result(sentence) for sentence in state]
+    found = {i: search.result(state[i]) for i in searched}
+    return [found[same.get(i, i)] for i in range(len(state))]
+
+
+def shared_prefixes(sentences: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[tuple[int | None, int]]:
+    """For each sentence (pieces and word starts), the earliest sentence before it with which it
+    shares the longest prefix, and that prefix's number of pieces (``(None, 0)`` where none shares
+    a piece). The search of a sentence then starts from its leader's word beam after those pieces:
+    a leader's own leader shares fewer pieces with it than it does with its follower, so the
+    leader's search passes through them."""
+    keys = [list(zip(pieces.tolist(), starts.tolist())) for pieces, starts in sentences]
+    found: list[tuple[int | None, int]] = []
+    for i, key in enumerate(keys):
+        best, shared = None, 0
+        for j in range(i):
+            n = common_prefix(key, keys[j])
+            if n > shared:
+                best, shared = j, n
+        found.append((best, shared))
+    return found
 
 
 class _Next:
-    """The hypotheses one round hands to ``advance``: parent row, token (or ``KEEP``), role, score."""
+    """The hypotheses one round hands to ``advance``: sentence, parent row, token (or ``KEEP``),
+    role, score; added sentence by sentence, in order."""
 
     def __init__(self):
+        self.owners: list[np.ndarray] = []
         self.parents: list[np.ndarray] = []
         self.tokens: list[np.ndarray] = []
         self.roles: list[np.ndarray] = []
         self.scores: list[np.ndarray] = []
 
-    def add(self, parent: np.ndarray, token: np.ndarray, role: int, score: np.ndarray) -> None:
+    def add(self, owner: int, parent: np.ndarray, token: np.ndarray, role: int, score: np.ndarray) -> None:
+        self.owners.append(np.full(len(parent), owner, dtype=np.int64))
         self.parents.append(np.asarray(parent, dtype=np.int64))
         self.tokens.append(np.asarray(token, dtype=np.int64))
         self.roles.append(np.full(len(parent), role, dtype=np.int8))
         self.scores.append(np.asarray(score, dtype=np.float64))
 
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         if not self.parents:
             empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, np.zeros(0, dtype=np.int8), np.zeros(0)
-        return tuple(np.concatenate(part) for part in (self.parents, self.tokens, self.roles, self.scores))
+            return empty, empty, empty, np.zeros(0, dtype=np.int8), np.zeros(0)
+        parts = (self.owners, self.parents, self.tokens, self.roles, self.scores)
+        return tuple(np.concatenate(part) for part in parts)
 
 
 class _Search:
@@ -283,6 +356,7 @@ class _Search:
         settings: BeamSettings,
         sentences: list[_Sentence],
         held: HeldPrefixes,
+        roots: np.ndarray,
         *,
         renormalise: bool,
     ):
@@ -292,8 +366,8 @@ class _Search:
         self.sentences = sentences
         self.held = held
         self.stacks, self.history = Nodes(), Nodes()
-        n = len(sentences)
-        self.owner = np.arange(n, dtype=np.int64)
+        n = len(roots)
+        self.owner = np.asarray(roots, dtype=np.int64)  # the sentences that share no prefix start
         self.role = np.full(n, CURRENT, dtype=np.int8)
         self.score = np.zeros(n)
         self.states = ParserStates.start(n)
@@ -304,20 +378,25 @@ class _Search:
         if not len(self.owner):
             return False
         space = self.space
-        # Only the rows being expanded or closed need logits (``at``: their index there). A
-        # token's log-probability is its logit less its row's log-normaliser ``norm``.
+        allowed = space.allowed(self.states, self.stacks)
+        cur = np.flatnonzero(self.role == CURRENT)
+        fin = np.flatnonzero(self.role == FINISH)
+        cand_ids, ok = self._candidates(cur, allowed)
+        fin_token, fin_valid = self._closers(fin, allowed)
+        # Only the rows being expanded or closed need their log-probabilities (``at``: their index
+        # among those): of the candidates of a current row, of the forced token of a finishing one.
         active = np.flatnonzero(self.role != NEXT)
-        logits = self.held.logits(active)
         at = np.full(len(self.owner), -1, dtype=np.int64)
         at[active] = np.arange(len(active))
-        allowed = space.allowed(self.states, self.stacks)
-        norm = np.zeros(len(self.owner))
-        if len(active):
-            norm[active] = space.log_normaliser(logits, allowed.take(active) if self.renormalise else None)
-        cur = np.flatnonzero(self.role == CURRENT)
-        cand_ids, cand, piece_logit = self._candidates(cur, logits, at, allowed, norm)
-        fin = np.flatnonzero(self.role == FINISH)
-        fin_token, fin_score = self._closers(fin, logits, at, allowed, norm)
+        columns = np.zeros((len(active), self.width), dtype=np.int64)
+        columns[at[cur]] = cand_ids
+        columns[at[fin]] = fin_token[:, None]
+        picked = self._logprobs(active, columns, allowed)
+        cand = self.score[cur, None] + picked[at[cur]]
+        piece_logprob = picked[at[cur], -1]
+        cand[~ok] = -np.inf
+        fin_score = self.score[fin] + picked[at[fin], 0]
+        fin_score[~fin_valid] = -np.inf
 
         n_sentences = len(self.sentences)
         bounds = np.searchsorted(self.owner, np.arange(n_sentences + 1))
@@ -326,77 +405,87 @@ class _Search:
         out = _Next()
         for s, sentence in enumerate(self.sentences):
             if bounds[s] == bounds[s + 1]:
+                if sentence.start is not None:
+                    self._start_follower(s, sentence, out)
                 continue
             sentence.rounds += 1
             if sentence.finishing:
                 f = slice(fin_bounds[s], fin_bounds[s + 1])
-                self._finish(sentence, fin[f], fin_token[f], fin_score[f], out)
+                self._finish(s, sentence, fin[f], fin_token[f], fin_score[f], out)
             else:
                 c = slice(cur_bounds[s], cur_bounds[s + 1])
                 waiting = bounds[s] + np.flatnonzero(self.role[bounds[s] : bounds[s + 1]] == NEXT)
                 self._expand(
-                    sentence, cur[c], cand_ids[c], cand[c], piece_logit[c], waiting, allowed, norm, out
+                    s, sentence, cur[c], cand_ids[c], cand[c], piece_logprob[c], waiting, allowed, out
                 )
 
-        parent, token, role, score = out.arrays()
+        owner, parent, token, role, score = out.arrays()
         if len(parent) == 0:
             self.owner = parent
             return False
         self.held.advance(parent, token)
-        self.owner = self.owner[parent]
-        self.role, self.score = role, score
+        self.owner, self.role, self.score = owner, role, score
         self.states = self.states.take(parent).step(token, space, self.stacks, self.history)
         return True
 
-    def _candidates(
-        self, cur: np.ndarray, logits: Tensor, at: np.ndarray, allowed: Allowed, norm: np.ndarray
-    ):
-        """Candidate ids ``[m, C]`` of the current rows, their cumulative scores (−inf where not
-        expandable) and the logits of the pieces (for forcing)."""
+    def _logprobs(self, rows: np.ndarray, columns: np.ndarray, allowed: Allowed) -> np.ndarray:
+        """``[len(rows), C]`` float64: the log-probabilities of the tokens ``columns`` after the held
+        prefixes ``rows`` (renormalised over what ``allowed`` allows if the search renormalises).
+        On the CPU in blocks of rows whose logits stay in cache (``LOGITS_BLOCK_ELEMENTS``): the
+        logits of all rows at once are too large for it, and are allocated afresh every round."""
+        out = np.zeros(columns.shape)
+        if len(rows) == 0:
+            return out
+        block = len(rows)
+        if self.held.device.type == "cpu":
+            block = max(1, LOGITS_BLOCK_ELEMENTS // self.space.vocab_size)
+        for first in range(0, len(rows), block):
+            part = slice(first, first + block)
+            logits = self.held.logits(rows[part])
+            norm = self.space.log_normaliser(logits, allowed.take(rows[part]) if self.renormalise else None)
+            with np.errstate(invalid="ignore"):  # −inf − −inf where nothing is allowed: not a candidate
+                out[part] = _pick(logits, columns[part]) - norm[:, None]
+        return out
+
+    def _candidates(self, cur: np.ndarray, allowed: Allowed) -> tuple[np.ndarray, np.ndarray]:
+        """Candidate ids ``[m, C]`` of the current rows (the openers, the fitting closer, the
+        sentence's piece) and whether each may be taken."""
         space, C = self.space, self.width
         O = C - 2
         ids = np.zeros((len(cur), C), dtype=np.int64)
+        ok = np.zeros((len(cur), C), dtype=bool)
         if len(cur) == 0:
-            return ids, np.zeros((0, C)), np.zeros(0)
+            return ids, ok
         owner = self.owner[cur]
         piece = np.array([s.pieces[s.k] if not s.finishing else 0 for s in self.sentences], dtype=np.int64)
         structure = np.array([s.finishing or s.starts[s.k] for s in self.sentences], dtype=bool)[owner]
         ids[:, :O] = space.open_ids
         ids[:, O] = np.maximum(allowed.close_id[cur], 0)
         ids[:, O + 1] = piece[owner]
-        ok = np.empty((len(cur), C), dtype=bool)
         ok[:, :O] = (allowed.opens[cur] & structure)[:, None]
         # Closing the root would end the sentence before its last piece.
         ok[:, O] = allowed.close[cur] & (self.states.depth[cur] >= 2) & structure
         ok[:, O + 1] = allowed.words[cur]
-        picked = _pick(logits, at[cur, None], ids)
-        cand = self.score[cur, None] + picked - norm[cur, None]
-        cand[~ok] = -np.inf
-        return ids, cand, picked[:, O + 1]
+        return ids, ok
 
-    def _closers(self, fin: np.ndarray, logits: Tensor, at: np.ndarray, allowed: Allowed, norm: np.ndarray):
+    def _closers(self, fin: np.ndarray, allowed: Allowed) -> tuple[np.ndarray, np.ndarray]:
         """The forced next action of each finishing row (its closer, or ``</s>`` once closed) and
-        the cumulative score after it (−inf if the grammar does not allow it)."""
-        if len(fin) == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        whether the grammar allows it."""
         closing = self.states.depth[fin] > 0
         token = np.where(closing, allowed.close_id[fin], EOS_ID)
         valid = np.where(closing, allowed.close[fin], allowed.eos[fin])
-        token = np.maximum(token, 0)
-        score = self.score[fin] + _pick(logits, at[fin], token) - norm[fin]
-        score[~valid] = -np.inf
-        return token, score
+        return np.maximum(token, 0), valid
 
-    def _finish(self, sentence: _Sentence, rows, tokens, scores, out: _Next) -> None:
+    def _finish(self, s: int, sentence: _Sentence, rows, tokens, scores, out: _Next) -> None:
         """Close what is open (one action per round); complete hypotheses leave the decoder."""
         closes_root = (self.states.depth[rows] == 1) & (not self.space.ends_with_eos)
         done = (tokens == EOS_ID) | closes_root | ~np.isfinite(scores)
         if done.any():
             nodes = self.history.add(self.states.node[rows[done]], tokens[done])
             sentence.finals.extend(zip(scores[done].tolist(), nodes.tolist()))
-        out.add(rows[~done], tokens[~done], FINISH, scores[~done])
+        out.add(s, rows[~done], tokens[~done], FINISH, scores[~done])
 
-    def _expand(self, sentence, cur, cand_ids, cand, piece_logit, waiting, allowed, norm, out: _Next) -> None:
+    def _expand(self, s, sentence, cur, cand_ids, cand, piece_logprob, waiting, allowed, out: _Next) -> None:
         """Steps 2–5 of the module docstring for one sentence's current rows ``cur``."""
         A, W, F = self.settings.action_beam, self.settings.word_beam, self.settings.fast_track
         C = self.width
@@ -416,25 +505,52 @@ class _Search:
         best = _top(score, W)
         parent, token, score = parent[best], token[best], score[best]
         if sentence.n_next < A and len(grown_cur):
-            out.add(cur[grown_cur // C], flat_ids[grown_cur], CURRENT, flat[grown_cur])
-            out.add(parent, token, NEXT, score)
+            out.add(s, cur[grown_cur // C], flat_ids[grown_cur], CURRENT, flat[grown_cur])
+            out.add(s, parent, token, NEXT, score)
             return
         # The piece is done: the word beam moves on to the next piece (or to closing).
         if len(grown_cur) == 0 and sentence.n_next < A and self.space.tree:
             sentence.exhausted += 1
         if len(parent) == 0:
-            parent, token, score = self._forced(sentence, cur, allowed, piece_logit, norm)
+            parent, token, score = self._forced(sentence, cur, allowed, piece_logprob)
             if len(parent) == 0:
-                sentence.failed = True
-                sentence.prefix.extend([-np.inf] * (len(sentence.pieces) - sentence.k))
-                sentence.k = len(sentence.pieces)
+                self._fail(s, sentence)
                 return
         sentence.prefix.append(logsumexp(score))
         sentence.k += 1
         sentence.n_next = 0
-        out.add(parent, token, FINISH if sentence.finishing else CURRENT, score)
+        out.add(s, parent, token, FINISH if sentence.finishing else CURRENT, score)
+        for follower in self.sentences[s + 1 :]:
+            if follower.leader == s and follower.shared == sentence.k:
+                follower.start = _Handover(
+                    parent, token, score, list(sentence.prefix),
+                    sentence.exhausted, sentence.forced, sentence.rounds,
+                )  # fmt: skip
 
-    def _forced(self, sentence: _Sentence, cur, allowed: Allowed, piece_logit, norm):
+    def _start_follower(self, s: int, sentence: _Sentence, out: _Next) -> None:
+        """A follower takes over its leader's word beam after the pieces they share (handed over
+        in this round), as if it had searched them itself: the search of a prefix does not look
+        past its last piece."""
+        start, sentence.start = sentence.start, None
+        sentence.prefix = start.prefix
+        sentence.k = sentence.shared
+        sentence.exhausted, sentence.forced, sentence.rounds = start.exhausted, start.forced, start.rounds
+        out.add(s, start.parent, start.token, FINISH if sentence.finishing else CURRENT, start.score)
+
+    def _fail(self, s: int, sentence: _Sentence) -> None:
+        """No state can generate the piece: the sentence (and its followers not yet started, whose
+        prefixes hold that piece) gets probability zero from there on."""
+        sentence.failed = True
+        sentence.prefix.extend([-np.inf] * (len(sentence.pieces) - sentence.k))
+        for f, follower in enumerate(self.sentences[s + 1 :], start=s + 1):
+            if follower.leader == s and follower.shared > sentence.k:
+                follower.prefix = sentence.prefix[: follower.shared]
+                follower.k = follower.shared
+                follower.exhausted, follower.forced = sentence.exhausted, sentence.forced
+                self._fail(f, follower)
+        sentence.k = len(sentence.pieces)
+
+    def _forced(self, sentence: _Sentence, cur, allowed: Allowed, piece_logprob):
         """No state generated the piece: the best current states that may emit a word are made
         to, at the model's log-probability floored at ``FORCED_LOGPROB``."""
         can = np.flatnonzero(allowed.words[cur])
@@ -442,7 +558,7 @@ class _Search:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
         sentence.forced += 1
         chosen = can[_top(self.score[cur[can]], self.settings.word_beam)]
-        step = piece_logit[chosen] - norm[cur[chosen]]
+        step = piece_logprob[chosen]
         step = np.where(np.isfinite(step), np.maximum(step, FORCED_LOGPROB), FORCED_LOGPROB)
         token = np.full(len(chosen), sentence.pieces[sentence.k], dtype=np.int64)
         return cur[chosen], token, self.score[cur[chosen]] + step
@@ -465,10 +581,9 @@ class _Search:
         )
 
 
-def _pick(values: Tensor, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
-    """``values[rows, columns]`` (broadcast) as float64 on the host, gathering only those entries."""
-    device = values.device
-    picked = values[torch.from_numpy(rows).to(device), torch.from_numpy(columns).to(device)]
+def _pick(values: Tensor, columns: np.ndarray) -> np.ndarray:
+    """``values[i, columns[i, j]]`` as float64 on the host, gathering only those entries."""
+    picked = values.gather(1, torch.from_numpy(columns).to(values.device))
     return picked.double().cpu().numpy()
 
 
@@ -486,7 +601,9 @@ def beam_search(
     differences), the end, and the incremental parse (``tree``; None for words-only models).
     ``renormalise``: over the grammar's valid actions (module docstring).
 
-    Sentences are searched ``batch_size`` at a time, shortest first, in one decoder.
+    Sentences are searched ``batch_size`` at a time in one decoder, in the order of their pieces
+    (``prefix_batches``): those that begin alike share a batch, and a prefix common to sentences
+    of a batch is searched once (``search_pieces``).
     ``SizeError`` before any work when the hypotheses of a batch would not fit in memory
     (``check_beam_size``).
     """
@@ -495,7 +612,7 @@ def beam_search(
     space = ActionSpace(model.action_grammar(), max_open=settings.max_open, max_openers=settings.max_openers)
     encoded = [encode_sentence(model.vocab, words, i) for i, words in enumerate(sentences)]
     results: list[SentenceScores | None] = [None] * len(encoded)
-    batches = piece_batches(encoded, batch_size)
+    batches = prefix_batches(encoded, batch_size)
     check_beam_size(model, space, settings, max(map(len, batches), default=0))
     with evaluating(model):
         for batch in tqdm(batches, desc="beam", unit="batch", disable=not progress):

@@ -71,13 +71,15 @@ def estimate_message(
     words: int,
     beam: BeamSettings | None,
     limit: str | None,
+    work: float | None = None,
 ) -> str | None:
     """What to tell a user about to score ``sentences`` sentences of ``words`` words at the pace
     of ``estimate`` (None for short work); for long work, how to make it shorter: the quickstart's
     beam when ``beam`` (the beam search's settings, None for other methods) is wider, and ``limit``,
     how the command at hand scores less (``"--limit N to score the first N only"``; None where it
-    has no such option)."""
-    seconds = estimate.seconds_for(words)
+    has no such option). ``work``: the words at the estimate's pace that the whole takes, where
+    that is not ``words`` (a beam search searches a prefix common to sentences of a batch once)."""
+    seconds = estimate.seconds_for(words if work is None else work)
     if seconds < SAY_AFTER_SECONDS:
         return None
     message = (

@@ -287,7 +287,7 @@ def test_eval_sg_with_a_saved_model(tmp_path):
     assert neither.returncode == 2 and "one of --region-values and --model" in neither.stderr
 
 
-def test_eval_sg_in_worker_processes_gives_the_results_of_one_process(tmp_path):
+def test_eval_sg_in_worker_processes_gives_the_results_of_one_process_and_resumes(tmp_path):
     from syntaxlm.data.synthetic import write_synthetic_treebank
     from syntaxlm.models import build_model
     from syntaxlm.text.build import build_vocabulary
@@ -315,6 +315,26 @@ def test_eval_sg_in_worker_processes_gives_the_results_of_one_process(tmp_path):
     # The same outcomes and accuracies; the per-item surprisals and margins (bits) up to round-off,
     # as the worker processes run on fewer threads.
     assert_same_json(outputs["2"], outputs["1"])
+
+    # --resume reads the suites already scored (one removed: scored again; one altered: read as is)
+    # and refuses a folder scored with other options.
+    out = tmp_path / "sg-1"
+    (out / suites[0].name).unlink()
+    altered = json.loads((out / suites[1].name).read_text())
+    altered["result"]["accuracy_pred0"] = 0.123
+    (out / suites[1].name).write_text(json.dumps(altered))
+    resumed = run(
+        "eval", "sg", *suites, "--model", tmp_path / "model", *beam, "--out", out, "--resume", "--json"
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming: 2 suites read" in resumed.stderr and "1 to score" in resumed.stderr
+    summary = json.loads(resumed.stdout)
+    assert summary["suites"][altered["result"]["suite"]] == 0.123
+    assert_same_json(json.loads((out / suites[0].name).read_text())["result"], outputs["1"][suites[0].name])
+    wider = run("eval", "sg", *suites, "--model", tmp_path / "model", "--out", out, "--resume")
+    assert wider.returncode != 0 and str(out) in wider.stderr and "another options {" in wider.stderr
+    alone = run("eval", "sg", suites[0], "--model", tmp_path / "model", "--resume")
+    assert alone.returncode == 2 and "--resume goes with --model, several suites and --out" in alone.stderr
 
 
 def assert_same_json(ours, theirs, where="result"):

@@ -63,6 +63,14 @@ def eval_sg(
             help="Also write the result JSON here; with several suites, a folder of SUITE.json files."
         ),
     ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="--model with several suites and --out: read the suites already scored there by the "
+            "same model with the same options instead of scoring them again.",
+        ),
+    ] = False,
 ) -> None:
     """Score suites: region values computed elsewhere (one suite), or a model's own surprisals (--model).
 
@@ -75,6 +83,10 @@ def eval_sg(
     if (region_values is None) == (model is None):
         raise typer.BadParameter("give one of --region-values and --model", param_hint="--model")
     paths = _suite_files(suites)
+    if resume and (model is None or out is None or len(paths) < 2):
+        raise typer.BadParameter(
+            "--resume goes with --model, several suites and --out", param_hint="--resume"
+        )
     if region_values is not None:
         _refuse_given(ctx, [*SCORING_OPTIONS, "workers"], "--model (a model's own surprisals)")
         if len(paths) != 1:
@@ -87,7 +99,7 @@ def eval_sg(
             f"workers share the CPU's threads; a model on {scorer.model.device.type} scores in one process",
             param_hint="--workers",
         )
-    _score_suites(scorer, model, paths, workers, progress, as_json, out)
+    _score_suites(scorer, model, paths, workers, progress, as_json, out, resume)
 
 
 def _score_region_values(suite: Path, region_values: Path, as_json: bool, out: Path | None) -> None:
@@ -100,22 +112,27 @@ def _score_region_values(suite: Path, region_values: Path, as_json: bool, out: P
 
 
 def _score_suites(scorer, model: Path, paths: list[Path], workers: int, progress: bool, as_json: bool,
-                  out: Path | None) -> None:  # fmt: skip
+                  out: Path | None, resume: bool) -> None:  # fmt: skip
     """``eval sg --model``: the suites scored on the model's own surprisals, each suite's result
-    written as it is scored (with several suites, a file per suite in ``out``), then the SG
-    scores and circuit means."""
+    written as it is scored (with several suites, a file per suite in ``out``; with ``resume`` the
+    suites already there are read instead), then the SG scores and circuit means."""
     from syntaxlm.eval.syntaxgym import format_suite_result, format_suites_summary, load_suite, suites_summary
-    from syntaxlm.jobs.suites import beam_options, suite_results
+    from syntaxlm.jobs.suites import beam_options, scored_suites, suite_results
 
-    if scorer.joint and (workers == 1 or len(paths) == 1):  # scored here, where it can be timed
-        sentences = [text.split() for path in paths for _, _, text in load_suite(path).sentences()]
-        _estimate_before(scorer, sentences, limit=SUITES_HINT)
     options = {"method": scorer.method} | beam_options(scorer)
     inputs = {"model": model / "model.safetensors"}
     results = {}
+    if resume:
+        done = scored_suites(out, paths, inputs["model"], options)
+        results = {result["suite"]: result for result in done.values()}
+        paths = [path for path in paths if path not in done]
+        typer.echo(f"resuming: {len(done)} suites read from {out}, {len(paths)} to score", err=True)
+    if scorer.joint and paths and (workers == 1 or len(paths) == 1):  # scored here, where it can be timed
+        sentences = [text.split() for path in paths for _, _, text in load_suite(path).sentences()]
+        _estimate_before(scorer, sentences, limit=SUITES_HINT)
     for path, result in suite_results(scorer, paths, progress=progress, workers=workers):
         suite_inputs = {"suite": path} | inputs
-        if len(paths) == 1:
+        if len(paths) == 1 and not resume:
             _emit("syntaxgym", result, as_json, out, format_suite_result(result), suite_inputs, options)
             return
         if out is not None:

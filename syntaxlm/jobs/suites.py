@@ -1,5 +1,6 @@
 """A scorer's SyntaxGym results, one per suite (``suite_results``: ``eval sg --model`` and
-``evaluate_model``), and the beam settings every scored result records (``beam_options``)."""
+``evaluate_model``), the beam settings every scored result records (``beam_options``), and the
+results a folder already holds (``scored_suites``: ``eval sg --resume``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,45 @@ def beam_options(scorer) -> dict[str, Any]:
 def beam_fields(beam) -> dict[str, int]:
     """The sizes of a ``BeamSettings`` that a result records."""
     return {"action_beam": beam.action_beam, "word_beam": beam.word_beam, "fast_track": beam.fast_track}
+
+
+def scored_suites(
+    folder: Path, suite_paths: Sequence[Path], model_file: Path, options: dict[str, Any]
+) -> dict[Path, dict]:
+    """The results in ``folder`` (``SUITE.json``, as ``eval sg --out`` writes them) of those of
+    ``suite_paths`` already scored: suite path → result. Each must come from the same model file,
+    the same suite file and the same ``options`` (method and beam); a file from another is an
+    error naming it and what differs, since scoring on would mix two runs in one folder."""
+    from syntaxlm.errors import InputFormatError
+    from syntaxlm.files import sha256_file
+    from syntaxlm.results import read_result
+
+    model_sha256 = sha256_file(model_file)
+    found = {}
+    for path in suite_paths:
+        file = Path(folder) / f"{Path(path).stem}.json"
+        if not file.is_file():
+            continue
+        record = read_result(file)
+        inputs = record.get("inputs") or {}
+        differs = [
+            what
+            for what, same in (
+                ("kind", record["kind"] == "syntaxgym"),
+                ("model", (inputs.get("model") or {}).get("sha256") == model_sha256),
+                ("suite", (inputs.get("suite") or {}).get("sha256") == sha256_file(path)),
+                (f"options {record.get('options')}", record.get("options") == options),
+            )
+            if not same
+        ]
+        if differs:
+            raise InputFormatError(
+                f"a result of another {', '.join(differs)} than this run's",
+                path=file,
+                expected=f"the SyntaxGym result of {path} scored by {model_file} with {options}, or no file",
+            )
+        found[Path(path)] = record["result"]
+    return found
 
 
 def suite_results(

@@ -13,6 +13,9 @@ from syntaxlm.trees.ptb import TreeReader
 from tests.test_cli import run
 from tests.test_recipes import CONFIGS
 
+# The report at the end reads what the tests before it scored into the shared runs: one worker.
+pytestmark = pytest.mark.xdist_group("eval_models")
+
 SUITES = ("number_prep.json", "reflexive_src_masc.json")
 PARADIGMS = ("determiner_noun_agreement_1", "anaphor_number_agreement")
 ITEMS = 3

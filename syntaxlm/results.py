@@ -13,7 +13,7 @@ import json
 import math
 import reprlib
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -78,6 +78,18 @@ def write_result(path: str | Path, record: dict[str, Any]) -> Path:
 
 
 MAX_RESULT_CHARS = 256 * 2**20  # far more than any result syntaxlm writes (BLiMP's 67k pairs: ~15 MB)
+
+
+def refuse_another_run(
+    path: str | Path, what: str, checks: Iterable[tuple[str, bool]], expected: str
+) -> None:
+    """A file a stopped run left (``what`` it holds), read by the run resuming it: an error naming
+    the file and each of ``checks`` (a name, whether it is the same) that is not the same, since
+    going on would mix two runs' numbers."""
+    differs = [name for name, same in checks if not same]
+    if differs:
+        problem = f"{what} of another {', '.join(differs)} than this run's"
+        raise InputFormatError(problem, path=path, expected=expected)
 
 
 def read_result(path: str | Path) -> dict[str, Any]:

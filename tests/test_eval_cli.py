@@ -440,11 +440,8 @@ def test_eval_sg_counts_the_words_the_models_vocabulary_does_not_know(word_model
     assert "unknown words, all suites scored: 4 of 24 (16.67%); 1 of 4 items have one" in text
 
 
-def test_eval_blimp_counts_the_words_the_models_vocabulary_does_not_know(word_model, tmp_path):
-    from syntaxlm.results import read_checked_result
-
-    vocab, model = word_model
-    data = tmp_path / "blimp"
+def write_blimp_paradigms(data) -> None:
+    """Two small paradigms of the word model's words, some unknown to it (comments: which)."""
     data.mkdir()
     paradigms = {
         ("regular_plural_subject_verb_agreement_1", "subject_verb_agreement"): [
@@ -463,6 +460,14 @@ def test_eval_blimp_counts_the_words_the_models_vocabulary_does_not_know(word_mo
             for i, (good, bad) in enumerate(pairs)
         ]  # fmt: skip
         (data / f"{uid}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_eval_blimp_counts_the_words_the_models_vocabulary_does_not_know(word_model, tmp_path):
+    from syntaxlm.results import read_checked_result
+
+    vocab, model = word_model
+    data = tmp_path / "blimp"
+    write_blimp_paradigms(data)
     out = tmp_path / "blimp.json"
     model_options = ("--data", data, "--model", model, "--no-progress")
     result = json.loads(invoke("eval", "blimp", *model_options, "--json", "--out", out))
@@ -483,6 +488,46 @@ def test_eval_blimp_counts_the_words_the_models_vocabulary_does_not_know(word_mo
     assert text.rstrip().endswith(
         "unknown words: 5 of 32 (15.62%), read as an unknown-word class or <unk>; 2 of 4 pairs differ in one"
     )
+
+
+def test_eval_blimp_keeps_the_log_probabilities_as_it_scores_and_resumes_from_them(word_model, tmp_path):
+    from syntaxlm.files import sha256_file
+
+    _, model = word_model
+    data = tmp_path / "blimp"
+    write_blimp_paradigms(data)
+    out = tmp_path / "blimp.json"
+    model_options = ("--data", data, "--model", model, "--no-progress", "--json", "--out", out)
+    whole = json.loads(invoke("eval", "blimp", *model_options, "--batch-size", "1"))  # 2 pairs a batch
+    kept = json.loads((tmp_path / "blimp.logprobs.json").read_text())
+    assert kept["model_sha256"] == sha256_file(model / "model.safetensors")
+    assert kept["options"] == {"method": "exact"}
+    records = {(r["UID"], r["pairID"]): (r["good"], r["bad"]) for r in kept["pairs"]}
+    in_result = {(p["paradigm"], p["pair_id"]): (p["logprob_good"], p["logprob_bad"]) for p in whole["pairs"]}
+    assert records == in_result
+
+    # a run that stopped after its first batch: 2 of the 4 pairs kept, one of them marked
+    first = kept["pairs"][:2]
+    first[0] |= {"good": -0.5, "bad": -9.5}
+    (tmp_path / "blimp.logprobs.json").write_text(json.dumps(kept | {"pairs": first}))
+    resumed = json.loads(invoke("eval", "blimp", *model_options, "--resume"))
+    pairs = {(p["paradigm"], p["pair_id"]): p for p in resumed["pairs"]}
+    assert len(pairs) == 4
+    marked = pairs[first[0]["UID"], first[0]["pairID"]]
+    # read from the file, not scored again
+    assert (marked["logprob_good"], marked["logprob_bad"], marked["correct"]) == (-0.5, -9.5, True)
+    for before in whole["pairs"][1:]:  # scored again in other batches: equal to float32 round-off
+        after = pairs[before["paradigm"], before["pair_id"]]
+        assert after["logprob_good"] == pytest.approx(before["logprob_good"], abs=1e-4)
+        assert after["logprob_bad"] == pytest.approx(before["logprob_bad"], abs=1e-4)
+    assert len(json.loads((tmp_path / "blimp.logprobs.json").read_text())["pairs"]) == 4
+
+    other = tmp_path / "other.logprobs.json"  # another model's log-probabilities
+    other.write_text(json.dumps(kept | {"model_sha256": "0" * 64}))
+    wrong = run("eval", "blimp", *model_options[:-1], tmp_path / "other.json", "--resume")
+    assert wrong.returncode != 0 and str(other) in wrong.stderr and "another model" in wrong.stderr
+    alone = run("eval", "blimp", "--data", data, "--model", model, "--resume")
+    assert alone.returncode == 2 and "--resume goes with --model and --out" in alone.stderr
 
 
 def test_the_scoring_device_is_chosen_and_a_missing_one_is_one_clear_line(word_model, tmp_path, monkeypatch):

@@ -261,7 +261,21 @@ def eval_blimp(
     per_paradigm: Annotated[bool, typer.Option(help="Text output: every paradigm too.")] = False,
     progress: ProgressOption = True,
     as_json: ResultJsonOption = False,
-    out: OutOption = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the result JSON here; with --model, the pairs' log-probabilities go to "
+            "OUT.logprobs.json after each batch."
+        ),
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="--model with --out: read the pairs already in OUT.logprobs.json, scored by the same "
+            "model with the same options, instead of scoring them again.",
+        ),
+    ] = False,
 ) -> None:
     """BLiMP accuracy (per paradigm, per phenomenon, overall) from precomputed log-probs or a model's.
 
@@ -273,6 +287,8 @@ def eval_blimp(
 
     if (logprobs is None) == (model is None):
         raise typer.BadParameter("give one of --logprobs and --model", param_hint="--model")
+    if resume and (model is None or out is None):
+        raise typer.BadParameter("--resume goes with --model and --out", param_hint="--resume")
     if logprobs is not None:
         _refuse_given(ctx, SCORING_OPTIONS, "--model (a model's own log-probabilities)")
     pairs = read_blimp(data, paradigms=paradigms or None)
@@ -290,15 +306,38 @@ def eval_blimp(
         options["pairs_selected"] = len(pairs)  # the first `limit` of them scored: a subset
         pairs = pairs[:limit]
     if model is not None:
-        from syntaxlm.eval.scorers import model_blimp, ptb_tokens
-        from syntaxlm.jobs.suites import beam_options
-
         scorer = _scorer(model, method, beam, device, batch_size=batch_size)
-        _estimate_before(scorer, [ptb_tokens(s) for pair in pairs for s in (pair.good, pair.bad)])
-        result = model_blimp(scorer, pairs, batch_size=batch_size * 4, progress=progress)
-        options |= {"method": scorer.method} | beam_options(scorer)
         inputs = {"data": data, "model": model / "model.safetensors"}
+        result, scoring = _model_blimp(scorer, pairs, inputs["model"], batch_size, progress, out, resume)
+        options |= scoring
     else:
         result = score_blimp(pairs, logprobs=read_pair_logprobs(logprobs, pairs))
         inputs = {"logprobs": logprobs, "data": data}
     _emit("blimp", result.to_json(), as_json, out, result.render(per_paradigm=per_paradigm), inputs, options)
+
+
+def _model_blimp(scorer, pairs: list, model_file: Path, batch_size: int, progress: bool, out: Path | None,
+                 resume: bool):  # fmt: skip
+    """``eval blimp --model``: the pairs' log-probabilities under the model (with ``out``, kept in
+    ``OUT.logprobs.json`` after each batch; with ``resume``, the pairs already there are read
+    instead of scored), the result and the scoring options it records."""
+    from syntaxlm.eval.blimp import score_blimp
+    from syntaxlm.eval.scorers import blimp_scorer, blimp_words, ptb_tokens
+    from syntaxlm.jobs.blimp import logprobs_file, score_pairs, scored_pairs
+    from syntaxlm.jobs.suites import beam_options
+
+    options = {"method": scorer.method} | beam_options(scorer)
+    path = None if out is None else logprobs_file(out)
+    scored = scored_pairs(path, model_file, options) if resume else {}
+    todo = [pair for pair in pairs if (pair.paradigm, pair.pair_id) not in scored]
+    if resume:
+        read = len(pairs) - len(todo)
+        typer.echo(f"resuming: {read} pairs read from {path}, {len(todo)} to score", err=True)
+    if todo:
+        _estimate_before(scorer, [ptb_tokens(s) for pair in todo for s in (pair.good, pair.bad)])
+    scored = score_pairs(
+        blimp_scorer(scorer), todo, scored, path=path, model_file=model_file, options=options,
+        batch_size=batch_size * 4, progress=progress,
+    )  # fmt: skip
+    logprobs = [scored[pair.paradigm, pair.pair_id] for pair in pairs]
+    return score_blimp(pairs, logprobs=logprobs, words=blimp_words(scorer)), options

@@ -32,7 +32,7 @@ import difflib
 import math
 import reprlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -204,17 +204,25 @@ def read_blimp_logprobs(path: str | Path) -> dict[tuple[str, int], tuple[float, 
     with contextlib.closing(read_lines(path, InputFormatError)) as lines:
         for line, text in enumerate(lines, 1):
             record = parse_json(text, InputFormatError, path=path, line=line, expected=_LOGPROB_RECORD)
-            try:
-                key = (_uid(record["UID"]), _pair_id(record["pairID"]))
-                logprobs = (_logprob(record["good"]), _logprob(record["bad"]))
-            except (KeyError, TypeError, ValueError) as error:
-                problem = f"not a score record ({type(error).__name__}: {error})"
-                raise InputFormatError(problem, path=path, line=line, expected=_LOGPROB_RECORD) from None
+            key, logprobs = logprob_record(record, path=path, line=line)
             if key in scores:  # one of the two would be dropped silently
                 problem = f"{reprlib.repr(key[0])} pair {key[1]} appears twice"
                 raise InputFormatError(problem, path=path, line=line, expected="one line per pair")
             scores[key] = logprobs
     return scores
+
+
+def logprob_record(
+    record: Any, *, path: str | Path, line: int | None = None
+) -> tuple[tuple[str, int], tuple[float, float]]:
+    """``(UID, pairID), (good, bad)`` of one score record (``_LOGPROB_RECORD``); a record that is
+    not one raises ``InputFormatError`` naming the file (and the line, where given)."""
+    try:
+        key = (_uid(record["UID"]), _pair_id(record["pairID"]))
+        return key, (_logprob(record["good"]), _logprob(record["bad"]))
+    except (KeyError, TypeError, ValueError) as error:
+        problem = f"not a score record ({type(error).__name__}: {error})"
+        raise InputFormatError(problem, path=path, line=line, expected=_LOGPROB_RECORD) from None
 
 
 def read_pair_logprobs(path: str | Path, pairs: Sequence[MinimalPair]) -> list[tuple[float, float]]:
@@ -476,6 +484,23 @@ def _checked(value: float, pair: MinimalPair, which: str) -> float:
     return value
 
 
+def pair_logprobs(
+    pairs: Sequence[MinimalPair], scorer: SentenceScorer, *, batch_size: int, progress: bool = False
+) -> Iterator[tuple[Sequence[MinimalPair], list[tuple[float, float]]]]:
+    """The pairs in batches and their ``(good, bad)`` log-probs: the scorer is called on the good
+    then the bad sentence of ``batch_size // 2`` pairs at a time (at least one; a pair is never split)."""
+    per_batch = max(1, batch_size // 2)
+    for start in tqdm(range(0, len(pairs), per_batch), desc="BLiMP", unit="batch", disable=not progress):
+        batch = pairs[start : start + per_batch]
+        sentences = [sentence for pair in batch for sentence in (pair.good, pair.bad)]
+        scores = list(scorer(sentences))
+        if len(scores) != len(sentences):
+            raise BlimpScoreError(
+                f"the scorer returned {len(scores)} log-probabilities for {len(sentences)} sentences"
+            )
+        yield batch, list(zip(scores[0::2], scores[1::2]))
+
+
 def score_blimp(
     pairs: Sequence[MinimalPair],
     scorer: SentenceScorer | None = None,
@@ -493,19 +518,8 @@ def score_blimp(
     if not pairs:
         raise BlimpScoreError("no minimal pairs to score")
     if scorer is not None:
-        sentences = [sentence for pair in pairs for sentence in (pair.good, pair.bad)]
-        flat: list[float] = []
-        for start in tqdm(
-            range(0, len(sentences), batch_size), desc="BLiMP", unit="batch", disable=not progress
-        ):
-            batch = sentences[start : start + batch_size]
-            scores = list(scorer(batch))
-            if len(scores) != len(batch):
-                raise BlimpScoreError(
-                    f"the scorer returned {len(scores)} log-probabilities for {len(batch)} sentences"
-                )
-            flat.extend(scores)
-        logprobs = list(zip(flat[0::2], flat[1::2]))
+        batches = pair_logprobs(pairs, scorer, batch_size=batch_size, progress=progress)
+        logprobs = [scores for _, batch in batches for scores in batch]
     if len(logprobs) != len(pairs):
         raise BlimpScoreError(f"{len(logprobs)} log-probability pairs for {len(pairs)} minimal pairs")
     scored = [

@@ -29,9 +29,8 @@ def scored_suites(
     ``suite_paths`` already scored: suite path → result. Each must come from the same model file,
     the same suite file and the same ``options`` (method and beam); a file from another is an
     error naming it and what differs, since scoring on would mix two runs in one folder."""
-    from syntaxlm.errors import InputFormatError
     from syntaxlm.files import sha256_file
-    from syntaxlm.results import read_result
+    from syntaxlm.results import read_result, refuse_another_run
 
     model_sha256 = sha256_file(model_file)
     found = {}
@@ -41,22 +40,14 @@ def scored_suites(
             continue
         record = read_result(file)
         inputs = record.get("inputs") or {}
-        differs = [
-            what
-            for what, same in (
-                ("kind", record["kind"] == "syntaxgym"),
-                ("model", (inputs.get("model") or {}).get("sha256") == model_sha256),
-                ("suite", (inputs.get("suite") or {}).get("sha256") == sha256_file(path)),
-                (f"options {record.get('options')}", record.get("options") == options),
-            )
-            if not same
+        checks = [
+            ("kind", record["kind"] == "syntaxgym"),
+            ("model", (inputs.get("model") or {}).get("sha256") == model_sha256),
+            ("suite", (inputs.get("suite") or {}).get("sha256") == sha256_file(path)),
+            (f"options {record.get('options')}", record.get("options") == options),
         ]
-        if differs:
-            raise InputFormatError(
-                f"a result of another {', '.join(differs)} than this run's",
-                path=file,
-                expected=f"the SyntaxGym result of {path} scored by {model_file} with {options}, or no file",
-            )
+        expected = f"the SyntaxGym result of {path} scored by {model_file} with {options}, or no file"
+        refuse_another_run(file, "a result", checks, expected)
         found[Path(path)] = record["result"]
     return found
 

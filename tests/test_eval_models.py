@@ -13,12 +13,10 @@ from syntaxlm.trees.ptb import TreeReader
 from tests.test_cli import run
 from tests.test_recipes import CONFIGS
 
-# The report at the end reads what the tests before it scored into the shared runs: one worker.
-pytestmark = pytest.mark.xdist_group("eval_models")
-
 SUITES = ("number_prep.json", "reflexive_src_masc.json")
 PARADIGMS = ("determiner_noun_agreement_1", "anaphor_number_agreement")
 ITEMS = 3
+PAIRS = {"tg": 4, "txl-terminals": 100}  # per paradigm: the beam search of a joint model is slower
 SMALL_BEAM = ("--action-beam", "10", "--word-beam", "3", "--fast-track", "1")
 
 
@@ -40,27 +38,50 @@ def runs(tmp_path_factory):
     return folder
 
 
-def test_sg_on_real_suites_with_each_model(runs, shared_data, tmp_path):
+# Scored in fixtures, not in the tests that check them: the report test reads the result files
+# they write into the runs, and each xdist worker makes its own runs.
+
+
+@pytest.fixture(scope="module")
+def sg_scored(runs, shared_data, tmp_path_factory):
+    """Each model's ``eval sg --json`` summary of the first items of two real suites, whose
+    result files go to the run's ``sg`` folder."""
+    folder = tmp_path_factory.mktemp("suites")
     suites = []
     for name in SUITES:  # the first items of each suite keep the test short
         suite = json.loads((shared_data / "syntaxgym" / "test_suites" / "json" / name).read_text())
         suite["items"] = suite["items"][:ITEMS]
-        suites.append(tmp_path / name)
+        suites.append(folder / name)
         suites[-1].write_text(json.dumps(suite))
+    summaries = {}
     for name in ("tg", "txl-terminals"):
-        result = run(
-            "eval",
-            "sg",
-            *suites,
-            "--model",
-            runs / name / "best",
-            *SMALL_BEAM,
-            "--json",
-            "--out",
-            runs / name / "sg",
-        )
+        out = runs / name / "sg"
+        model = runs / name / "best"
+        result = run("eval", "sg", *suites, "--model", model, *SMALL_BEAM, "--json", "--out", out)
         assert result.returncode == 0, result.stderr
-        summary = json.loads(result.stdout)
+        summaries[name] = json.loads(result.stdout)
+    return summaries
+
+
+@pytest.fixture(scope="module")
+def blimp_scored(runs, shared_data):
+    """Each model's ``eval blimp --json`` result on two paradigms' first pairs, also written to
+    the run's ``blimp.json``."""
+    paradigms = [arg for uid in PARADIGMS for arg in ("--paradigm", uid)]
+    results = {}
+    for name, n_pairs in PAIRS.items():
+        result = run(
+            "eval", "blimp", "--data", shared_data / "blimp" / "data", "--model", runs / name / "best",
+            *paradigms, "--ten-percent", "--max-pairs", n_pairs, *SMALL_BEAM, "--json",
+            "--out", runs / name / "blimp.json",
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        results[name] = json.loads(result.stdout)
+    return results
+
+
+def test_sg_on_real_suites_with_each_model(runs, sg_scored):
+    for name, summary in sg_scored.items():
         assert set(summary["suites"]) == {"number_prep", "reflexive_src_masc"}
         assert all(0 <= value <= 1 for value in summary["suites"].values())
         assert summary["sg_scores"]["hu2020"]["mean_over_suites"] is None  # 2 of 31 suites
@@ -71,23 +92,14 @@ def test_sg_on_real_suites_with_each_model(runs, shared_data, tmp_path):
             assert record["result"]["accuracy_pred0"] == summary["suites"][suite.removesuffix(".json")]
 
 
-def test_blimp_with_each_model(runs, shared_data):
-    paradigms = [arg for uid in PARADIGMS for arg in ("--paradigm", uid)]
-    for name in ("tg", "txl-terminals"):
-        n_pairs = 4 if name == "tg" else 100  # the beam search of a joint model is slower
-        result = run(
-            "eval", "blimp", "--data", shared_data / "blimp" / "data", "--model", runs / name / "best",
-            *paradigms, "--ten-percent", "--max-pairs", n_pairs, *SMALL_BEAM, "--json",
-            "--out", runs / name / "blimp.json",
-        )  # fmt: skip
-        assert result.returncode == 0, result.stderr
-        scored = json.loads(result.stdout)
+def test_blimp_with_each_model(blimp_scored):
+    for name, scored in blimp_scored.items():
         assert {p["paradigm"] for p in scored["paradigms"]} == set(PARADIGMS)
-        assert all(p["n_pairs"] == n_pairs for p in scored["paradigms"])
+        assert all(p["n_pairs"] == PAIRS[name] for p in scored["paradigms"])
         assert 0 <= scored["overall_accuracy"] <= 1
 
 
-def test_perplexity_of_each_model_and_the_report(runs, tmp_path):
+def test_perplexity_of_each_model_and_the_report(runs, sg_scored, blimp_scored, tmp_path):
     dev = runs / "tg" / "data" / "dev.trees"
     sentences = tmp_path / "dev.txt"
     trees = dev.read_text().splitlines()[:4]

@@ -334,3 +334,32 @@ def test_bad_blimp_logprobs_are_errors_at_their_line(tmp_path, second_line, colu
         read_blimp_logprobs(path)
     assert (caught.value.path, caught.value.line, caught.value.column) == (str(path), 2, column)
     assert fragment in str(caught.value)
+
+
+def test_scored_pairs_are_saved_on_the_way_and_a_stopped_run_leaves_them(tmp_path, monkeypatch):
+    import syntaxlm.jobs.blimp as kept
+    from syntaxlm.jobs.blimp import score_pairs, scored_pairs
+
+    monkeypatch.setattr(kept, "SAVE_EVERY_S", 0.0)  # a save after every batch
+    model = tmp_path / "model.safetensors"
+    model.write_bytes(b"weights")
+    pairs = [pair("p", i, "binding") for i in range(5)]
+    calls = []
+
+    def scorer(batch):
+        calls.append(batch)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # the run stops in its third batch
+        return [-1.0 if sentence.startswith("good") else -2.0 for sentence in batch]
+
+    path, options = tmp_path / "blimp.logprobs.json", {"method": "exact"}
+    settings = {"path": path, "model_file": model, "options": options, "batch_size": 4, "progress": False}
+    with pytest.raises(KeyboardInterrupt):
+        score_pairs(scorer, pairs, {}, **settings)
+    saved = scored_pairs(path, model, options)
+    assert saved == {("p", i): (-1.0, -2.0) for i in range(4)}  # the two batches before the stop
+    rest = [p for p in pairs if (p.paradigm, p.pair_id) not in saved]
+    calls.clear()
+    done = score_pairs(scorer, rest, saved, **settings)
+    assert calls == [["good 4", "bad 4"]] and len(done) == 5
+    assert scored_pairs(path, model, options) == done

@@ -265,7 +265,7 @@ def eval_blimp(
         Path | None,
         typer.Option(
             help="Also write the result JSON here; with --model, the pairs' log-probabilities go to "
-            "OUT.logprobs.json after each batch."
+            "OUT.logprobs.json every 30 seconds and at the end."
         ),
     ] = None,
     resume: Annotated[
@@ -319,7 +319,7 @@ def eval_blimp(
 def _model_blimp(scorer, pairs: list, model_file: Path, batch_size: int, progress: bool, out: Path | None,
                  resume: bool):  # fmt: skip
     """``eval blimp --model``: the pairs' log-probabilities under the model (with ``out``, kept in
-    ``OUT.logprobs.json`` after each batch; with ``resume``, the pairs already there are read
+    ``OUT.logprobs.json`` as they are scored; with ``resume``, the pairs already there are read
     instead of scored), the result and the scoring options it records."""
     from syntaxlm.eval.blimp import score_blimp
     from syntaxlm.eval.scorers import blimp_scorer, blimp_words, ptb_tokens
